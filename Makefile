@@ -1,0 +1,138 @@
+# bindtrace build: BPF objects -> skeletons -> user space, plus a sanitizer build for the tests.
+# `make` builds build/bindtrace; `make test` runs the whole suite; `make demo` shows one bind.
+
+OUT := build
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VMLINUX := vmlinux/$(ARCH)/vmlinux.h
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PKGS := libbpf libelf zlib libnghttp2 jansson
+
+# Recursive (=) so pkg-config runs after install-deps has made sure the packages are there.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lZydis -lZycore
+
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -g -O2
+ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -I$(OUT) -Iuser -Ibpf $(PKG_CFLAGS)
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_HDRS := $(wildcard bpf/*.h)
+SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c)
+USER_HDRS := $(wildcard user/*.h)
+# Everything but main.c: what unit tests and fuzz targets link against.
+LIB_SRCS := $(filter-out user/main.c,$(USER_SRCS))
+OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
+SAN_OBJS := $(patsubst user/%.c,$(OUT)/san/%.o,$(USER_SRCS))
+SAN_LIB_OBJS := $(patsubst user/%.c,$(OUT)/san/%.o,$(LIB_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_SECONDS ?= 60
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.PHONY: all deps test-deps san unit fuzz-build fuzz test demo bench format clean controlplane
+
+all: $(OUT)/bindtrace
+
+$(OUT)/.deps: scripts/install-deps
+	$(Q)mkdir -p $(OUT)
+	$(Q)scripts/install-deps
+	$(Q)touch $@
+
+$(OUT)/.test-deps: scripts/install-deps
+	$(Q)mkdir -p $(OUT)
+	$(Q)scripts/install-deps --test
+	$(Q)touch $@
+
+deps: $(OUT)/.deps
+test-deps: $(OUT)/.test-deps
+
+$(VMLINUX):
+	@echo "bindtrace: no $(VMLINUX) for architecture '$(ARCH)'; generate it with:" >&2
+	@echo "  bpftool btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX)" >&2
+	@false
+
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(VMLINUX) | $(OUT)/.deps
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(OUT)
+	$(Q)$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+		-c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp
+	$(Q)rm -f $@.tmp
+
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+
+$(OUT)/obj/%.o: user/%.c $(USER_HDRS) $(SKELS) | $(OUT)/.deps
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUT)/san/%.o: user/%.c $(USER_HDRS) $(SKELS) | $(OUT)/.deps
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN) -O1 -c $< -o $@
+
+$(OUT)/bindtrace: $(OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(PKG_LIBS) -lm -o $@
+
+# The sanitizer build of the tool itself: what the probe tests run.
+$(OUT)/bindtrace-san: $(SAN_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN) $^ $(PKG_LIBS) -lm -o $@
+
+san: $(OUT)/bindtrace-san
+
+$(OUT)/tests/%: tests/unit/%.c tests/unit/check.h $(SAN_LIB_OBJS)
+	$(call msg,TEST,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN) -O1 -Itests/unit $< $(SAN_LIB_OBJS) $(PKG_LIBS) -lm -o $@
+
+unit: $(UNIT_BINS)
+
+# libFuzzer targets: clang, with the decoders compiled in under the same sanitizers.
+$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(USER_HDRS) $(SKELS) | $(OUT)/.test-deps
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(ALL_CFLAGS) -Wno-unused-command-line-argument $(FUZZ_SAN) -O1 $< $(LIB_SRCS) \
+		$(PKG_LIBS) -lm -o $@
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+controlplane: | $(OUT)/.test-deps
+	tests/controlplane/cluster build
+
+test: $(OUT)/.test-deps $(OUT)/bindtrace $(OUT)/bindtrace-san $(UNIT_BINS) $(FUZZ_BINS)
+	$(Q)tests/run
+
+demo: $(OUT)/.test-deps $(OUT)/bindtrace
+	$(Q)tests/demo
+
+bench: $(OUT)/.test-deps $(OUT)/bindtrace
+	$(Q)tests/bench/run
+
+format:
+	clang-format -i $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h tests/unit/*.c tests/unit/*.h \
+		tests/fuzz/*.c)
+
+clean:
+	rm -rf $(OUT)

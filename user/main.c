@@ -1,0 +1,42 @@
+/* bindtrace entry point: picks the subcommand. With no subcommand it traces binds. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+/* Subcommands land one by one; until one is linked in, say so instead of failing to link. */
+#pragma weak cmd_capture
+#pragma weak cmd_inspect
+#pragma weak cmd_decode
+
+struct subcommand {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+	{ "capture", cmd_capture, "print decrypted TLS and plaintext TCP payloads of processes" },
+	{ "inspect", cmd_inspect, "show what bindtrace finds in a Go binary, attaching nothing" },
+	{ "decode", cmd_decode, "decode a capture recorded with `capture --json`" },
+	{ "check", cmd_check, "check the kernel features and privileges bindtrace needs" },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc > 1) {
+		for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
+			if (strcmp(argv[1], subcommands[i].name) != 0)
+				continue;
+			if (!subcommands[i].run) {
+				fprintf(stderr, "bindtrace: '%s' is not built into this version\n",
+					argv[1]);
+				return 2;
+			}
+			return subcommands[i].run(argc - 1, argv + 1);
+		}
+	}
+	return cmd_trace(argc, argv);
+}

@@ -1,0 +1,106 @@
+/* Small shared pieces used by several subcommands. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "util.h"
+
+bool verbose;
+static bool libbpf_quiet;
+
+void util__libbpf_quiet(bool quiet)
+{
+	libbpf_quiet = quiet;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (!verbose && (level != LIBBPF_WARN || libbpf_quiet))
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+void util__setup_libbpf_log(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+static bool has_events(const char *dir)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/events/syscalls", dir);
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int util__ensure_tracefs(const char **where, bool *mounted)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	size_t i;
+
+	*mounted = false;
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (has_events(dirs[i])) {
+			*where = dirs[i];
+			return 0;
+		}
+	}
+	if (mount("nodev", dirs[0], "tracefs", 0, NULL) != 0)
+		return -errno;
+	if (!has_events(dirs[0]))
+		return -ENOENT;
+	*where = dirs[0];
+	*mounted = true;
+	return 0;
+}
+
+static uint64_t clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t util__monotonic_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t util__realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+int64_t util__wall_offset_ns(void)
+{
+	/* Bracket the wall-clock read between two monotonic reads; take the midpoint. */
+	uint64_t m1 = util__monotonic_ns();
+	uint64_t w = util__realtime_ns();
+	uint64_t m2 = util__monotonic_ns();
+
+	return (int64_t)(w - (m1 + (m2 - m1) / 2));
+}
+
+int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,28 @@
+/* Small shared pieces: libbpf's log routed through -v, the tracefs mount, monotonic/wall clocks. */
+#ifndef BINDTRACE_UTIL_H
+#define BINDTRACE_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+extern bool verbose;
+
+/* Route libbpf's messages to stderr, debug ones only with -v. */
+void util__setup_libbpf_log(void);
+/* While set (and without -v), libbpf's warnings are not shown either: for expected failures. */
+void util__libbpf_quiet(bool quiet);
+
+/* Syscall tracepoints need tracefs; mount it at /sys/kernel/tracing when nothing is mounted.
+ * Returns 0 and sets *where (static string), or a negative errno. *mounted tells whether this
+ * call mounted it. */
+int util__ensure_tracefs(const char **where, bool *mounted);
+
+uint64_t util__monotonic_ns(void);
+uint64_t util__realtime_ns(void);
+/* Offset to add to a CLOCK_MONOTONIC (bpf_ktime_get_ns) stamp to get wall-clock ns. */
+int64_t util__wall_offset_ns(void);
+
+/* Parse a number in [min, max]; returns 0 or -EINVAL. */
+int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
+
+#endif
