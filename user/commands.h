@@ -3,10 +3,10 @@
 #ifndef BINDTRACE_COMMANDS_H
 #define BINDTRACE_COMMANDS_H
 
-int cmd_trace(int argc, char **argv);   /* default: bind timelines */
-int cmd_check(int argc, char **argv);   /* --check / check: kernel and privilege requirements */
+int cmd_trace(int argc, char **argv);	/* default: bind timelines */
+int cmd_check(int argc, char **argv);	/* --check / check: kernel and privilege requirements */
 int cmd_capture(int argc, char **argv); /* capture: raw TLS/TCP plaintext */
 int cmd_inspect(int argc, char **argv); /* inspect BINARY: what goelf finds */
-int cmd_decode(int argc, char **argv);  /* decode FILE.jsonl: decode a recorded capture */
+int cmd_decode(int argc, char **argv);	/* decode FILE.jsonl: decode a recorded capture */
 
 #endif

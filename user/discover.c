@@ -64,9 +64,8 @@ int discover__by_exe_name(const char *name, struct process_info *out, size_t cap
 		/* A replaced binary reads "path (deleted)": still the same program. */
 		base = strrchr(info.exe, '/');
 		base = base ? base + 1 : info.exe;
-		if (strcmp(base, name) != 0 &&
-		    !(strncmp(base, name, strlen(name)) == 0 &&
-		      strcmp(base + strlen(name), " (deleted)") == 0))
+		if (strcmp(base, name) != 0 && !(strncmp(base, name, strlen(name)) == 0 &&
+						 strcmp(base + strlen(name), " (deleted)") == 0))
 			continue;
 		out[found++] = info;
 	}

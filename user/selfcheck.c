@@ -33,7 +33,7 @@ struct check_state {
 };
 
 static void report(struct check_state *st, const char *name, int ok, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static void report(struct check_state *st, const char *name, int ok, const char *fmt, ...)
 {
@@ -79,7 +79,8 @@ static long self_file_offset(const void *fn, char *path, size_t path_len)
 		return -errno;
 	while (fgets(line, sizeof(line), maps)) {
 		file[0] = '\0';
-		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &start, &end, perms, &off, file) < 4)
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &start, &end, perms, &off, file) <
+		    4)
 			continue;
 		if (addr < start || addr >= end || perms[2] != 'x' || file[0] != '/')
 			continue;
@@ -116,8 +117,9 @@ static void check_privileges(struct check_state *st, int *privileged)
 	perfmon = has_cap(data, CAP_PERFMON);
 	admin = has_cap(data, CAP_SYS_ADMIN);
 	*privileged = admin || (bpf && perfmon);
-	report(st, "privileges", *privileged, "uid %u, CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s%s",
-	       getuid(), bpf ? "yes" : "no", perfmon ? "yes" : "no", admin ? "yes" : "no",
+	report(st, "privileges", *privileged,
+	       "uid %u, CAP_BPF %s, CAP_PERFMON %s, CAP_SYS_ADMIN %s%s", getuid(),
+	       bpf ? "yes" : "no", perfmon ? "yes" : "no", admin ? "yes" : "no",
 	       *privileged ? "" : " (need root or CAP_BPF+CAP_PERFMON)");
 }
 
@@ -126,7 +128,8 @@ static void check_btf(struct check_state *st)
 	struct btf *btf;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		report(st, "btf", 0, "/sys/kernel/btf/vmlinux: %s (kernel needs CONFIG_DEBUG_INFO_BTF)",
+		report(st, "btf", 0,
+		       "/sys/kernel/btf/vmlinux: %s (kernel needs CONFIG_DEBUG_INFO_BTF)",
 		       strerror(errno));
 		return;
 	}
@@ -166,7 +169,8 @@ static void check_features(struct check_state *st, int privileged)
 	skel->rodata->self_tgid = getpid();
 	err = selfcheck_bpf__load(skel);
 	if (err) {
-		report(st, "bpf", 0, "load BPF programs: %s (BPF syscall, JIT, BTF)", strerror(-err));
+		report(st, "bpf", 0, "load BPF programs: %s (BPF syscall, JIT, BTF)",
+		       strerror(-err));
 		goto cleanup;
 	}
 
@@ -176,7 +180,8 @@ static void check_features(struct check_state *st, int privileged)
 
 	offset = self_file_offset((const void *)bindtrace_check_marker, exe, sizeof(exe));
 	if (offset < 0) {
-		report(st, "uprobes", 0, "cannot locate this binary's text: %s", strerror((int)-offset));
+		report(st, "uprobes", 0, "cannot locate this binary's text: %s",
+		       strerror((int)-offset));
 	} else {
 		uprobe = bpf_program__attach_uprobe(skel->progs.check_uprobe, false, getpid(), exe,
 						    (size_t)offset);
@@ -215,7 +220,8 @@ static void check_features(struct check_state *st, int privileged)
 	if (tracepoint)
 		report(st, "syscall tracepoints", hits[HIT_TRACEPOINT] > 0, "tracefs at %s%s; %s",
 		       tracefs, mounted ? " (mounted now)" : "",
-		       hits[HIT_TRACEPOINT] ? "sys_enter_getppid fired" : "attached but never fired");
+		       hits[HIT_TRACEPOINT] ? "sys_enter_getppid fired"
+					    : "attached but never fired");
 
 cleanup:
 	ring_buffer__free(ring);
@@ -233,7 +239,8 @@ static void check_fentry(int privileged)
 	int fd = -1, err;
 
 	if (!privileged) {
-		printf("%-4s  %-20s %s\n", "info", "fentry", "optional; not checked without privileges");
+		printf("%-4s  %-20s %s\n", "info", "fentry",
+		       "optional; not checked without privileges");
 		return;
 	}
 	skel = selfcheck_fentry_bpf__open();

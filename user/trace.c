@@ -63,19 +63,19 @@ static const struct argp_option trace_argp_options[] = {
 };
 
 static const char trace_doc[] =
-	"Trace Kubernetes pod binds on a control-plane node, from the scheduler's POST to the etcd "
-	"commit.\v"
-	"COMMANDS:\n"
-	"  bindtrace [OPTIONS]          trace binds (this page)\n"
-	"  bindtrace check              same as --check\n"
-	"  bindtrace capture -p PID     raw TLS/TCP plaintext of a process\n"
-	"  bindtrace inspect BINARY     what bindtrace finds in a Go binary\n"
-	"  bindtrace decode FILE        decode a recorded capture\n"
-	"\n"
-	"EXAMPLES:\n"
-	"  sudo bindtrace --check             # can this machine run bindtrace?\n"
-	"  sudo bindtrace                     # trace every etcd on this node until Ctrl-C\n"
-	"  sudo bindtrace --etcd-pid 4123 -d 10 --json\n";
+    "Trace Kubernetes pod binds on a control-plane node, from the scheduler's POST to the etcd "
+    "commit.\v"
+    "COMMANDS:\n"
+    "  bindtrace [OPTIONS]          trace binds (this page)\n"
+    "  bindtrace check              same as --check\n"
+    "  bindtrace capture -p PID     raw TLS/TCP plaintext of a process\n"
+    "  bindtrace inspect BINARY     what bindtrace finds in a Go binary\n"
+    "  bindtrace decode FILE        decode a recorded capture\n"
+    "\n"
+    "EXAMPLES:\n"
+    "  sudo bindtrace --check             # can this machine run bindtrace?\n"
+    "  sudo bindtrace                     # trace every etcd on this node until Ctrl-C\n"
+    "  sudo bindtrace --etcd-pid 4123 -d 10 --json\n";
 
 static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 {
@@ -102,7 +102,8 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_RINGBUF:
 		if (util__parse_ulong(arg, 4096, 1ul << 30, &v) || (v & (v - 1)))
-			argp_error(state, "invalid ring buffer size '%s' (power of two, 4096..1G)", arg);
+			argp_error(state, "invalid ring buffer size '%s' (power of two, 4096..1G)",
+				   arg);
 		opt->ringbuf_bytes = v;
 		break;
 	case 'v':
@@ -210,8 +211,9 @@ static int find_targets(struct trace_options *opt, struct process_info *etcd, in
 
 int cmd_trace(int argc, char **argv)
 {
-	static const struct argp argp = { trace_argp_options, parse_trace_opt, NULL, trace_doc,
-					  NULL, NULL, NULL };
+	static const struct argp argp = {
+		trace_argp_options, parse_trace_opt, NULL, trace_doc, NULL, NULL, NULL
+	};
 	struct trace_options opt = { .ringbuf_bytes = 256 * 1024 };
 	struct trace_state st = { .opt = &opt };
 	struct process_info etcd[MAX_PER_ROLE];
@@ -274,8 +276,8 @@ int cmd_trace(int argc, char **argv)
 	if (!opt.json) {
 		for (i = 0; i < n_etcd; i++)
 			printf("# etcd pid %d (%s) %s\n", etcd[i].pid, etcd[i].comm, etcd[i].exe);
-		printf("%-16s %-7s %-15s %-9s %9s  %s\n", "MONO_NS", "PID", "COMM", "SYSCALL",
-		       "MS", "FILE");
+		printf("%-16s %-7s %-15s %-9s %9s  %s\n", "MONO_NS", "PID", "COMM", "SYSCALL", "MS",
+		       "FILE");
 	}
 	fflush(stdout);
 	if (opt.duration_s)
@@ -293,7 +295,8 @@ int cmd_trace(int argc, char **argv)
 	err = 0;
 	drops = read_drops(skel);
 	if (opt.json)
-		printf("{\"event\":\"summary\",\"events\":%llu,\"drops\":%llu}\n", st.events, drops);
+		printf("{\"event\":\"summary\",\"events\":%llu,\"drops\":%llu}\n", st.events,
+		       drops);
 	else
 		fprintf(stderr, "bindtrace: %llu events, %llu dropped\n", st.events, drops);
 cleanup:

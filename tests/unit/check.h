@@ -25,7 +25,7 @@ static int check_passed, check_failed;
 	      (got) ? (got) : "(null)", (want))
 
 #define CHECK_INT(got, want)                                                                       \
-	CHECK((long long)(got) == (long long)(want), "got %lld, want %lld", (long long)(got),     \
+	CHECK((long long)(got) == (long long)(want), "got %lld, want %lld", (long long)(got),      \
 	      (long long)(want))
 
 static inline int check_summary(const char *name)
