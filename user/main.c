@@ -1,4 +1,5 @@
 /* bindtrace entry point: picks the subcommand. With no subcommand it traces binds. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,8 +25,11 @@ static const struct subcommand subcommands[] = {
 
 int main(int argc, char **argv)
 {
+	static char name[64];
 	size_t i;
 
+	/* argp and error messages name the tool, whatever path or build ran it. */
+	program_invocation_name = program_invocation_short_name = "bindtrace";
 	if (argc > 1) {
 		for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
 			if (strcmp(argv[1], subcommands[i].name) != 0)
@@ -35,8 +39,11 @@ int main(int argc, char **argv)
 					argv[1]);
 				return 2;
 			}
+			snprintf(name, sizeof(name), "bindtrace %s", subcommands[i].name);
+			argv[1] = name;
 			return subcommands[i].run(argc - 1, argv + 1);
 		}
 	}
+	argv[0] = (char *)"bindtrace";
 	return cmd_trace(argc, argv);
 }
