@@ -5,8 +5,34 @@
 #define TASK_COMM_LEN 16
 #define MAX_TARGETS 64
 
+/* Payload bytes per data event; a larger call becomes several events with continuing offsets. */
+#define MAX_CHUNK 16384
+/* A single call larger than this is not copied past it: the offsets still advance, so user space
+ * sees (and reports) the gap. */
+#define MAX_CHUNKS_PER_CALL 256
+
 enum event_type {
 	EVENT_FSYNC = 1,
+	EVENT_DATA = 2,
+};
+
+enum data_dir {
+	DIR_OUT = 0, /* written by the traced process */
+	DIR_IN = 1,  /* read by the traced process */
+};
+
+enum data_source {
+	SOURCE_TLS = 1,	    /* crypto/tls plaintext, from uprobes */
+	SOURCE_SYSCALL = 2, /* plaintext TCP, from syscall tracepoints */
+};
+
+/* Per-CPU counters of the capture programs, indexed by these. */
+enum capture_counter {
+	COUNTER_RINGBUF_DROPS,	/* a ring buffer reserve/output failed: bytes lost */
+	COUNTER_TRUNCATED,	/* bytes of calls over MAX_CHUNK * MAX_CHUNKS_PER_CALL */
+	COUNTER_NO_SOCKET,	/* a TLS call whose socket could not be found */
+	COUNTER_READ_UNMATCHED, /* a Read return without its entry (started mid-call) */
+	COUNTER_MAX,
 };
 
 struct event_header {
@@ -25,6 +51,23 @@ struct fsync_event {
 	__s64 ret;
 	__s32 fd;
 	__u32 datasync; /* 1 = fdatasync, 0 = fsync */
+};
+
+/* Bytes a process wrote to or read from a TCP connection, in order within (pid, conn, dir). */
+struct data_event {
+	struct event_header hdr;
+	__u64 conn;   /* the socket's inode number: unique while the socket lives */
+	__u64 offset; /* of data[0] within this direction's byte stream, from first sight */
+	__u32 len;    /* bytes in data[] */
+	__s32 fd;
+	__u8 dir;     /* enum data_dir */
+	__u8 source;  /* enum data_source */
+	__u16 family; /* AF_INET or AF_INET6 */
+	__u16 lport;
+	__u16 rport;
+	__u8 laddr[16]; /* IPv4 in the first 4 bytes */
+	__u8 raddr[16];
+	__u8 data[];
 };
 
 #endif

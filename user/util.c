@@ -104,3 +104,33 @@ int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsig
 	*out = v;
 	return 0;
 }
+
+void util__base64_print(FILE *out, const unsigned char *p, size_t n)
+{
+	static const char alphabet[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char buf[4096 + 4];
+	size_t i, k = 0;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+
+		buf[k++] = alphabet[v >> 18];
+		buf[k++] = alphabet[(v >> 12) & 63];
+		buf[k++] = alphabet[(v >> 6) & 63];
+		buf[k++] = alphabet[v & 63];
+		if (k >= 4096) {
+			fwrite(buf, 1, k, out);
+			k = 0;
+		}
+	}
+	if (i < n) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+
+		buf[k++] = alphabet[v >> 18];
+		buf[k++] = alphabet[(v >> 12) & 63];
+		buf[k++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
+		buf[k++] = '=';
+	}
+	fwrite(buf, 1, k, out);
+}

@@ -3,7 +3,9 @@
 #define BINDTRACE_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 extern bool verbose;
 
@@ -21,6 +23,9 @@ uint64_t util__monotonic_ns(void);
 uint64_t util__realtime_ns(void);
 /* Offset to add to a CLOCK_MONOTONIC (bpf_ktime_get_ns) stamp to get wall-clock ns. */
 int64_t util__wall_offset_ns(void);
+
+/* Write n bytes as standard base64 (with padding). */
+void util__base64_print(FILE *out, const unsigned char *p, size_t n);
 
 /* Parse a number in [min, max]; returns 0 or -EINVAL. */
 int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);

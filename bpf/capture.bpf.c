@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Plaintext of the traced processes' TCP connections, both directions, in order.
+ *
+ * TLS: uprobes on crypto/tls.(*Conn).Write (entry: the bytes about to be encrypted) and on
+ * (*Conn).Read (entry: remember the buffer; every RET: the bytes decrypted into it). Go's register
+ * ABI (1.17+): receiver in RAX, the slice in RBX/RCX, the result in RAX, the goroutine in R14.
+ * No uretprobes: they break Go's stack copying.
+ *
+ * Plain TCP: read/write/sendto/recvfrom syscall tracepoints on sockets the TLS probes have not
+ * claimed. Both paths emit the same data_event, keyed by the socket's inode, with per-direction
+ * offsets kept here so user space can see gaps. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "events.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+/* Uprobes attached with pid -1 (`capture --exe`) accept every process of that binary. */
+const volatile bool uprobe_any_pid = false;
+/* Capture plaintext TCP through syscalls (off: TLS only). */
+const volatile bool capture_syscalls = true;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct conn_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ino;
+};
+
+#define CONN_TLS 1
+
+struct conn_state {
+	__u64 offset[2]; /* per enum data_dir */
+	__u32 flags;
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u16 pad[3];
+	__u8 laddr[16];
+	__u8 raddr[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct conn_key);
+	__type(value, struct conn_state);
+} conns SEC(".maps");
+
+struct tls_read_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 goroutine; /* R14 at entry: the same goroutine reaches the RET */
+};
+
+struct pending_read {
+	__u64 buf;
+	__u64 cap;
+	__u64 ino;
+	__s32 fd;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tls_read_key);
+	__type(value, struct pending_read);
+} tls_reads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct pending_read);
+} sys_calls SEC(".maps");
+
+struct data_buf {
+	__u8 bytes[sizeof(struct data_event) + MAX_CHUNK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct data_buf);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 * 1024 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &which);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/* The TCP socket behind fd in the current process: its inode, and its addresses on first use. */
+static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *ino_out)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct conn_state fresh = {}, *st;
+	struct conn_key key = { .tgid = tgid };
+	struct file **fds, *f = NULL;
+	struct socket *sock;
+	struct sock *sk;
+	unsigned int max;
+	umode_t mode;
+
+	if (fd < 0)
+		return NULL;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	if ((unsigned int)fd >= max)
+		return NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	if (!f)
+		return NULL;
+	mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK)
+		return NULL;
+	key.ino = BPF_CORE_READ(f, f_inode, i_ino);
+	*ino_out = key.ino;
+	st = bpf_map_lookup_elem(&conns, &key);
+	if (st)
+		return st;
+
+	sock = BPF_CORE_READ(f, private_data);
+	if (!sock || BPF_CORE_READ(sock, type) != SOCK_STREAM)
+		return NULL;
+	sk = BPF_CORE_READ(sock, sk);
+	if (!sk)
+		return NULL;
+	fresh.family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (fresh.family == AF_INET) {
+		BPF_CORE_READ_INTO(fresh.laddr, sk, __sk_common.skc_rcv_saddr);
+		BPF_CORE_READ_INTO(fresh.raddr, sk, __sk_common.skc_daddr);
+	} else if (fresh.family == AF_INET6) {
+		BPF_CORE_READ_INTO(fresh.laddr, sk, __sk_common.skc_v6_rcv_saddr);
+		BPF_CORE_READ_INTO(fresh.raddr, sk, __sk_common.skc_v6_daddr);
+	} else {
+		return NULL;
+	}
+	fresh.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	fresh.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	bpf_map_update_elem(&conns, &key, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&conns, &key);
+}
+
+struct emit_ctx {
+	struct data_event *e;
+	__u64 src;
+	__u64 total;
+	__u64 done;
+};
+
+static long emit_chunk(__u32 index, struct emit_ctx *c)
+{
+	struct data_event *e = c->e;
+	__u64 n = c->total - c->done;
+
+	(void)index;
+	if (c->done >= c->total)
+		return 1;
+	if (n > MAX_CHUNK)
+		n = MAX_CHUNK;
+	e->len = n;
+	if (bpf_probe_read_user(e->data, n & (MAX_CHUNK * 2 - 1) & 0xffff,
+				(void *)(c->src + c->done)))
+		e->len = 0; /* unreadable (paged out): the event still marks the bytes, as a gap */
+	if (bpf_ringbuf_output(&events, e, sizeof(*e) + (e->len & (MAX_CHUNK * 2 - 1)), 0))
+		count(COUNTER_RINGBUF_DROPS, 1);
+	e->offset += n;
+	c->done += n;
+	return 0;
+}
+
+/* Copy `total` bytes at user address src into as many events as needed. The stream offset moves
+ * by `total` whatever happens, so a dropped or truncated chunk shows up as a gap. */
+static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 dir, __u8 source,
+				 __u64 src, __u64 total)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	struct emit_ctx c = { .src = src, .total = total };
+	struct data_event *e;
+	__u64 limit = (__u64)MAX_CHUNK * MAX_CHUNKS_PER_CALL;
+
+	if (!total)
+		return;
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return;
+	e->hdr.type = EVENT_DATA;
+	e->hdr.pid = id >> 32;
+	e->hdr.tid = (__u32)id;
+	e->hdr.cpu = bpf_get_smp_processor_id();
+	e->hdr.ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	e->conn = ino;
+	e->fd = fd;
+	e->dir = dir;
+	e->source = source;
+	e->family = st->family;
+	e->lport = st->lport;
+	e->rport = st->rport;
+	__builtin_memcpy(e->laddr, st->laddr, sizeof(e->laddr));
+	__builtin_memcpy(e->raddr, st->raddr, sizeof(e->raddr));
+	dir &= 1;
+	e->offset = st->offset[dir];
+	st->offset[dir] += total;
+	if (total > limit) {
+		count(COUNTER_TRUNCATED, total - limit);
+		c.total = limit;
+	}
+	c.e = e;
+	bpf_loop(MAX_CHUNKS_PER_CALL, emit_chunk, &c, 0);
+}
+
+/* tls.Conn.conn is a net.Conn interface at offset 0: {itab, data}. For a *net.TCPConn, data
+ * points at conn{fd *netFD}, and netFD starts with poll.FD whose Sysfd sits at offset 16. Wrappers
+ * that embed the net.Conn first (client-go's connrotation) add one more interface hop. */
+static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_state **st,
+				      __u64 *ino)
+{
+	__u64 data = 0, netfd = 0, inner = 0;
+	__s64 fd = -1;
+
+	if (bpf_probe_read_user(&data, sizeof(data), (void *)(tls_conn + 8)) || !data)
+		return -1;
+	if (!bpf_probe_read_user(&netfd, sizeof(netfd), (void *)data) && netfd &&
+	    !bpf_probe_read_user(&fd, sizeof(fd), (void *)(netfd + 16)) && fd >= 0 &&
+	    fd < 1 << 20) {
+		*st = conn_of_fd(tgid, (int)fd, ino);
+		if (*st)
+			return (int)fd;
+	}
+	if (bpf_probe_read_user(&inner, sizeof(inner), (void *)(data + 8)) || !inner)
+		return -1;
+	if (bpf_probe_read_user(&netfd, sizeof(netfd), (void *)inner) || !netfd)
+		return -1;
+	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(netfd + 16)) || fd < 0 || fd >= 1 << 20)
+		return -1;
+	*st = conn_of_fd(tgid, (int)fd, ino);
+	return *st ? (int)fd : -1;
+}
+
+static __always_inline bool uprobe_wanted(__u32 tgid)
+{
+	return uprobe_any_pid || is_target(tgid);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tls_write)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct conn_state *st = NULL;
+	__u64 ino = 0;
+	int fd;
+
+	if (!uprobe_wanted(tgid))
+		return 0;
+	fd = go_conn_fd(ctx->ax, tgid, &st, &ino);
+	if (fd < 0 || !st) {
+		count(COUNTER_NO_SOCKET, 1);
+		return 0;
+	}
+	st->flags |= CONN_TLS;
+	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, ctx->bx, ctx->cx);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tls_read_entry)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct tls_read_key key = { .tgid = tgid, .goroutine = ctx->r14 };
+	struct pending_read pr = { .buf = ctx->bx, .cap = ctx->cx };
+	struct conn_state *st = NULL;
+	int fd;
+
+	if (!uprobe_wanted(tgid))
+		return 0;
+	fd = go_conn_fd(ctx->ax, tgid, &st, &pr.ino);
+	if (fd < 0 || !st) {
+		count(COUNTER_NO_SOCKET, 1);
+		return 0;
+	}
+	/* Claim the socket now, before the ciphertext read inside Read reaches the syscall path. */
+	st->flags |= CONN_TLS;
+	pr.fd = fd;
+	bpf_map_update_elem(&tls_reads, &key, &pr, BPF_ANY);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tls_read_ret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct tls_read_key key = { .tgid = tgid, .goroutine = ctx->r14 };
+	struct conn_key ck = { .tgid = tgid };
+	struct pending_read *pr;
+	struct conn_state *st;
+	__s64 n = (__s64)ctx->ax;
+
+	if (!uprobe_wanted(tgid))
+		return 0;
+	pr = bpf_map_lookup_elem(&tls_reads, &key);
+	if (!pr) {
+		count(COUNTER_READ_UNMATCHED, 1);
+		return 0;
+	}
+	ck.ino = pr->ino;
+	st = bpf_map_lookup_elem(&conns, &ck);
+	if (st && n > 0 && (__u64)n <= pr->cap)
+		emit(st, pr->ino, pr->fd, DIR_IN, SOURCE_TLS, pr->buf, (__u64)n);
+	bpf_map_delete_elem(&tls_reads, &key);
+	return 0;
+}
+
+/* Plain TCP through syscalls: remember (fd, buf) at entry, copy what the kernel moved at exit. */
+static __always_inline int sys_enter(__s64 fd, __u64 buf)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct pending_read pr = { .buf = buf, .fd = (__s32)fd };
+	struct conn_state *st;
+
+	if (!capture_syscalls || !is_target(id >> 32))
+		return 0;
+	st = conn_of_fd(id >> 32, (int)fd, &pr.ino);
+	if (!st || (st->flags & CONN_TLS))
+		return 0;
+	bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int sys_exit(__s64 ret, __u8 dir)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct conn_key ck = { .tgid = id >> 32 };
+	struct pending_read *pr;
+	struct conn_state *st;
+
+	pr = bpf_map_lookup_elem(&sys_calls, &tid);
+	if (!pr)
+		return 0;
+	ck.ino = pr->ino;
+	st = bpf_map_lookup_elem(&conns, &ck);
+	/* The TLS probes may have claimed the socket during the call (a handshake read). */
+	if (st && ret > 0 && !(st->flags & CONN_TLS))
+		emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret);
+	bpf_map_delete_elem(&sys_calls, &tid);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_write")
+int sys_enter_write(struct trace_event_raw_sys_enter *ctx)
+{
+	return sys_enter(ctx->args[0], ctx->args[1]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_write")
+int sys_exit_write(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_exit(ctx->ret, DIR_OUT);
+}
+
+SEC("tracepoint/syscalls/sys_enter_sendto")
+int sys_enter_sendto(struct trace_event_raw_sys_enter *ctx)
+{
+	return sys_enter(ctx->args[0], ctx->args[1]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_sendto")
+int sys_exit_sendto(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_exit(ctx->ret, DIR_OUT);
+}
+
+SEC("tracepoint/syscalls/sys_enter_read")
+int sys_enter_read(struct trace_event_raw_sys_enter *ctx)
+{
+	return sys_enter(ctx->args[0], ctx->args[1]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_read")
+int sys_exit_read(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_exit(ctx->ret, DIR_IN);
+}
+
+SEC("tracepoint/syscalls/sys_enter_recvfrom")
+int sys_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
+{
+	return sys_enter(ctx->args[0], ctx->args[1]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_recvfrom")
+int sys_exit_recvfrom(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_exit(ctx->ret, DIR_IN);
+}

@@ -1,0 +1,75 @@
+/* A fixed-size open-addressing table of streams: no allocation per event. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "streams.h"
+
+int streams__init(struct streams *s, size_t cap)
+{
+	size_t c = 1;
+
+	while (c < cap)
+		c <<= 1;
+	s->slots = calloc(c, sizeof(*s->slots));
+	if (!s->slots)
+		return -ENOMEM;
+	s->cap = c;
+	s->count = 0;
+	return 0;
+}
+
+void streams__free(struct streams *s)
+{
+	free(s->slots);
+	memset(s, 0, sizeof(*s));
+}
+
+static size_t hash(uint32_t pid, uint64_t conn, uint8_t dir)
+{
+	uint64_t h =
+	    conn * 0x9e3779b97f4a7c15ull ^ ((uint64_t)pid << 1 | dir) * 0xbf58476d1ce4e5b9ull;
+
+	return (size_t)(h ^ (h >> 31));
+}
+
+struct stream *streams__get(struct streams *s, uint32_t pid, uint64_t conn, uint8_t dir)
+{
+	size_t i, mask = s->cap - 1, idx = hash(pid, conn, dir) & mask;
+	struct stream *st;
+
+	for (i = 0; i < s->cap; i++, idx = (idx + 1) & mask) {
+		st = &s->slots[idx];
+		if (!st->used) {
+			/* Keep a quarter free so probes stay short. */
+			if (s->count + 1 > s->cap - s->cap / 4)
+				return NULL;
+			st->used = 1;
+			st->pid = pid;
+			st->conn = conn;
+			st->dir = dir;
+			s->count++;
+			return st;
+		}
+		if (st->pid == pid && st->conn == conn && st->dir == dir)
+			return st;
+	}
+	return NULL;
+}
+
+uint64_t stream__advance(struct stream *st, uint64_t offset, uint32_t len)
+{
+	uint64_t missed = 0;
+
+	/* BPF numbers each direction from 0 at first sight, so a first event past 0 is a gap too. */
+	if (offset > st->next_offset) {
+		missed = offset - st->next_offset;
+		st->gaps++;
+		st->gap_bytes += missed;
+	}
+	st->events++;
+	st->bytes += len;
+	if (offset + len > st->next_offset)
+		st->next_offset = offset + len;
+	return missed;
+}

@@ -1,0 +1,39 @@
+/* Per-connection, per-direction byte streams as the capture delivers them: where each one is,
+ * and the gaps (dropped or unreadable bytes) between events. */
+#ifndef BINDTRACE_STREAMS_H
+#define BINDTRACE_STREAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct stream {
+	uint32_t pid;
+	uint8_t dir;
+	uint8_t used;
+	uint64_t conn;
+	uint64_t next_offset; /* where the next event should start */
+	uint64_t events;
+	uint64_t bytes;
+	uint64_t gaps;
+	uint64_t gap_bytes;
+	void *user; /* for the consumer: a decoder, say */
+};
+
+struct streams {
+	struct stream *slots;
+	size_t cap; /* power of two */
+	size_t count;
+};
+
+int streams__init(struct streams *s, size_t cap);
+void streams__free(struct streams *s);
+/* The stream of (pid, conn, dir), created on first use; NULL when the table is full. */
+struct stream *streams__get(struct streams *s, uint32_t pid, uint64_t conn, uint8_t dir);
+
+/* Account an event of len bytes at offset; returns how many bytes were missed before it (a gap:
+ * dropped events or unreadable memory), 0 when it continues the stream. An offset behind the
+ * stream (a re-sent event) returns 0 and is counted as bytes. */
+uint64_t stream__advance(struct stream *st, uint64_t offset, uint32_t len);
+
+#endif
