@@ -164,11 +164,11 @@ static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *
 		return NULL;
 	fresh.family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	if (fresh.family == AF_INET) {
-		BPF_CORE_READ_INTO(fresh.laddr, sk, __sk_common.skc_rcv_saddr);
-		BPF_CORE_READ_INTO(fresh.raddr, sk, __sk_common.skc_daddr);
+		bpf_core_read(&fresh.laddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_core_read(&fresh.raddr, 4, &sk->__sk_common.skc_daddr);
 	} else if (fresh.family == AF_INET6) {
-		BPF_CORE_READ_INTO(fresh.laddr, sk, __sk_common.skc_v6_rcv_saddr);
-		BPF_CORE_READ_INTO(fresh.raddr, sk, __sk_common.skc_v6_daddr);
+		bpf_core_read(&fresh.laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_core_read(&fresh.raddr, 16, &sk->__sk_common.skc_v6_daddr);
 	} else {
 		return NULL;
 	}
@@ -182,27 +182,31 @@ struct emit_ctx {
 	struct data_event *e;
 	__u64 src;
 	__u64 total;
-	__u64 done;
+	__u64 base_offset;
 };
 
+/* One chunk per iteration, computed from the index alone: the callback keeps no state, so the
+ * verifier checks it once instead of once per possible progress value. */
 static long emit_chunk(__u32 index, struct emit_ctx *c)
 {
 	struct data_event *e = c->e;
-	__u64 n = c->total - c->done;
+	__u64 done = (__u64)index * MAX_CHUNK;
+	__u64 n;
+	__u32 len;
 
-	(void)index;
-	if (c->done >= c->total)
+	if (done >= c->total)
 		return 1;
-	if (n > MAX_CHUNK)
-		n = MAX_CHUNK;
-	e->len = n;
-	if (bpf_probe_read_user(e->data, n & (MAX_CHUNK * 2 - 1) & 0xffff,
-				(void *)(c->src + c->done)))
-		e->len = 0; /* unreadable (paged out): the event still marks the bytes, as a gap */
-	if (bpf_ringbuf_output(&events, e, sizeof(*e) + (e->len & (MAX_CHUNK * 2 - 1)), 0))
+	n = c->total - done;
+	len = n > MAX_CHUNK ? MAX_CHUNK : (__u32)n;
+	e->offset = c->base_offset + done;
+	/* Unreadable memory (paged out) sends the event empty: its bytes show as a gap. */
+	if (bpf_probe_read_user(e->data, len, (void *)(c->src + done)))
+		len = 0;
+	e->len = len;
+	if (len > MAX_CHUNK) /* for the verifier: len is already bounded */
+		len = MAX_CHUNK;
+	if (bpf_ringbuf_output(&events, e, sizeof(*e) + len, 0))
 		count(COUNTER_RINGBUF_DROPS, 1);
-	e->offset += n;
-	c->done += n;
 	return 0;
 }
 
@@ -238,7 +242,7 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 	__builtin_memcpy(e->laddr, st->laddr, sizeof(e->laddr));
 	__builtin_memcpy(e->raddr, st->raddr, sizeof(e->raddr));
 	dir &= 1;
-	e->offset = st->offset[dir];
+	c.base_offset = st->offset[dir];
 	st->offset[dir] += total;
 	if (total > limit) {
 		count(COUNTER_TRUNCATED, total - limit);
@@ -366,6 +370,17 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf)
 	return 0;
 }
 
+/* A TLS record header: content type 20..23, version 3.1..3.4. Plaintext HTTP never starts a
+ * connection like this (an HTTP/2 frame that did would be over 1 MB). */
+static __always_inline bool looks_like_tls(__u64 buf)
+{
+	__u8 h[3] = {};
+
+	if (bpf_probe_read_user(h, sizeof(h), (void *)buf))
+		return false;
+	return h[0] >= 20 && h[0] <= 23 && h[1] == 3 && h[2] >= 1 && h[2] <= 4;
+}
+
 static __always_inline int sys_exit(__s64 ret, __u8 dir)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -379,9 +394,16 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 		return 0;
 	ck.ino = pr->ino;
 	st = bpf_map_lookup_elem(&conns, &ck);
-	/* The TLS probes may have claimed the socket during the call (a handshake read). */
-	if (st && ret > 0 && !(st->flags & CONN_TLS))
-		emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret);
+	/* The TLS probes may have claimed the socket during the call (a handshake read). A socket
+	 * whose first bytes are a TLS record is TLS too, seen before any Read or Write of it
+	 * (a server's handshake, or a connection older than the tracer): its ciphertext is not
+	 * captured. */
+	if (st && ret > 0 && !(st->flags & CONN_TLS)) {
+		if (st->offset[dir & 1] == 0 && looks_like_tls(pr->buf))
+			st->flags |= CONN_TLS;
+		else
+			emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret);
+	}
 	bpf_map_delete_elem(&sys_calls, &tid);
 	return 0;
 }
