@@ -455,3 +455,188 @@ int sys_exit_recvfrom(struct trace_event_raw_sys_exit *ctx)
 {
 	return sys_exit(ctx->ret, DIR_IN);
 }
+
+/* A Go function on the bind path (client-go's (*pods).Bind, or the default binder) was entered:
+ * record who called it, for the citation of the line that issued the bind. At entry the frame
+ * pointer still belongs to the caller, so the kernel's frame-pointer walk skips the direct
+ * caller; its return address sits at [SP] and is put in frames[1]. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct call_event);
+} call_scratch SEC(".maps");
+
+static __always_inline void read_go_string(char *dst, __u16 *len_out, __u64 str_addr)
+{
+	__u64 hdr[2] = {}; /* data pointer, length */
+	__u64 n;
+
+	*len_out = 0;
+	if (bpf_probe_read_user(hdr, sizeof(hdr), (void *)str_addr) || !hdr[0])
+		return;
+	n = hdr[1] < CALL_NAME_LEN - 1 ? hdr[1] : CALL_NAME_LEN - 1;
+	if (bpf_probe_read_user(dst, n & (CALL_NAME_LEN - 1), (void *)hdr[0]) == 0)
+		*len_out = (__u16)n;
+}
+
+static __always_inline __u64 go_arg(struct pt_regs *ctx, __u32 reg)
+{
+	switch (reg) {
+	case 0:
+		return ctx->ax;
+	case 1:
+		return ctx->bx;
+	case 2:
+		return ctx->cx;
+	case 3:
+		return ctx->di;
+	case 4:
+		return ctx->si;
+	case 5:
+		return ctx->r8;
+	case 6:
+		return ctx->r9;
+	case 7:
+		return ctx->r10;
+	case 8:
+		return ctx->r11;
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(go_call)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct call_event *e;
+	__u32 zero = 0;
+	__u64 obj, ret = 0;
+	long n;
+
+	if (!is_target(id >> 32))
+		return 0;
+	e = bpf_map_lookup_elem(&call_scratch, &zero);
+	if (!e)
+		return 0;
+	e->hdr.type = EVENT_CALL;
+	e->hdr.pid = id >> 32;
+	e->hdr.tid = (__u32)id;
+	e->hdr.cpu = bpf_get_smp_processor_id();
+	e->hdr.ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	e->goroutine = ctx->r14;
+	e->cookie = cookie;
+	n = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
+	e->n_frames = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+	/* Make room for the direct caller at frames[1]. */
+	if (e->n_frames >= 1 && !bpf_probe_read_user(&ret, sizeof(ret), (void *)ctx->sp)) {
+		for (int i = MAX_STACK_FRAMES - 1; i > 1; i--)
+			e->frames[i] = e->frames[i - 1];
+		e->frames[1] = ret;
+		if (e->n_frames < MAX_STACK_FRAMES)
+			e->n_frames++;
+	}
+	/* ObjectMeta follows TypeMeta (two strings): Name at +32, Namespace at +64. */
+	obj = go_arg(ctx, CALL_COOKIE_OBJ_REG(cookie));
+	e->name_len = e->namespace_len = 0;
+	if (obj) {
+		read_go_string(e->name, &e->name_len, obj + 32);
+		read_go_string(e->namespace_, &e->namespace_len, obj + 64);
+	}
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), 0))
+		count(COUNTER_RINGBUF_DROPS, 1);
+	return 0;
+}
+
+/* etcd's commit point: every fsync/fdatasync of the processes in fsync_targets, timed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TARGETS);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} fsync_targets SEC(".maps");
+
+struct fsync_inflight {
+	__u64 start_ns;
+	__s32 fd;
+	__u32 datasync;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tid */
+	__type(value, struct fsync_inflight);
+} fsync_inflight SEC(".maps");
+
+static __always_inline int fsync_enter(struct trace_event_raw_sys_enter *ctx, __u32 datasync)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32;
+	struct fsync_inflight in = {};
+
+	if (!bpf_map_lookup_elem(&fsync_targets, &tgid))
+		return 0;
+	in.start_ns = bpf_ktime_get_ns();
+	in.fd = (__s32)ctx->args[0];
+	in.datasync = datasync;
+	bpf_map_update_elem(&fsync_inflight, &tid, &in, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int fsync_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct fsync_inflight *in;
+	struct fsync_event *e;
+
+	in = bpf_map_lookup_elem(&fsync_inflight, &tid);
+	if (!in)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(COUNTER_RINGBUF_DROPS, 1);
+		bpf_map_delete_elem(&fsync_inflight, &tid);
+		return 0;
+	}
+	e->hdr.type = EVENT_FSYNC;
+	e->hdr.pid = id >> 32;
+	e->hdr.tid = tid;
+	e->hdr.cpu = bpf_get_smp_processor_id();
+	e->hdr.ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	e->start_ns = in->start_ns;
+	e->fd = in->fd;
+	e->datasync = in->datasync;
+	e->ret = ctx->ret;
+	bpf_map_delete_elem(&fsync_inflight, &tid);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_fdatasync")
+int fdatasync_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return fsync_enter(ctx, 1);
+}
+
+SEC("tracepoint/syscalls/sys_exit_fdatasync")
+int fdatasync_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return fsync_exit(ctx);
+}
+
+SEC("tracepoint/syscalls/sys_enter_fsync")
+int fsync_enter_tp(struct trace_event_raw_sys_enter *ctx)
+{
+	return fsync_enter(ctx, 0);
+}
+
+SEC("tracepoint/syscalls/sys_exit_fsync")
+int fsync_exit_tp(struct trace_event_raw_sys_exit *ctx)
+{
+	return fsync_exit(ctx);
+}

@@ -14,6 +14,7 @@
 enum event_type {
 	EVENT_FSYNC = 1,
 	EVENT_DATA = 2,
+	EVENT_CALL = 3,
 };
 
 enum data_dir {
@@ -51,6 +52,28 @@ struct fsync_event {
 	__s64 ret;
 	__s32 fd;
 	__u32 datasync; /* 1 = fdatasync, 0 = fsync */
+};
+
+#define MAX_STACK_FRAMES 48
+#define CALL_NAME_LEN 128
+
+/* Cookie of a call probe (bpf_get_attach_cookie): which argument register holds the pointer to a
+ * Kubernetes object (v1.Binding, v1.Pod) whose ObjectMeta is read. Register numbers follow Go's
+ * ABIInternal order: 0 RAX, 1 RBX, 2 RCX, 3 RDI, 4 RSI, 5 R8, 6 R9, 7 R10, 8 R11. */
+#define CALL_COOKIE_OBJ_REG(cookie) ((cookie)&0xff)
+
+/* A probed Go function was entered: the caller chain (frame pointers, PCs as runtime addresses)
+ * and the namespace/name of the object it was called for. */
+struct call_event {
+	struct event_header hdr;
+	__u64 goroutine; /* R14 */
+	__u64 cookie;
+	__u32 n_frames;
+	__u16 namespace_len;
+	__u16 name_len;
+	char namespace_[CALL_NAME_LEN];
+	char name[CALL_NAME_LEN];
+	__u64 frames[MAX_STACK_FRAMES]; /* frames[0]: the probed function, [1]: its caller, ... */
 };
 
 /* Bytes a process wrote to or read from a TCP connection, in order within (pid, conn, dir). */
