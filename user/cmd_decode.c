@@ -1,0 +1,794 @@
+/* `bindtrace decode FILE.jsonl`: replays a capture recorded by `bindtrace capture --json` (or a
+ * test fixture in the same shape) through one conn_decoder per connection and prints the decoded
+ * messages, one per line, for people or as JSON. `--bench` measures decoding alone. */
+#include <argp.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "decode.h"
+#include "redact.h"
+
+/* One data or gap record, decoded from its line. */
+struct replay_record {
+	uint64_t ts_ns;
+	uint64_t conn;
+	int dir;
+	uint64_t offset;
+	uint64_t gap;	/* a gap record when non-zero */
+	uint8_t *data;
+	size_t len;
+	int pid;
+	char comm[32];
+};
+
+struct replay_conn {
+	uint64_t id;
+	int pid;
+	char comm[32];
+	struct conn_decoder *dec;
+	struct replay_ctx *ctx;
+};
+
+struct replay_ctx {
+	conn_decoder_cb cb;
+	void *cb_ctx;
+	struct replay_conn *cur;
+};
+
+static int b64val(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+/* Decodes base64 (standard or URL alphabet, padding optional). Returns the length or -EINVAL. */
+static long base64_decode(const char *in, size_t n, uint8_t *out)
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	long o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in[i] == '=')
+			break;
+		int v = b64val((unsigned char)in[i]);
+		if (v < 0)
+			return -EINVAL;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return o;
+}
+
+/* Parses one line; returns 1 for a record, 0 to skip the line, -EINVAL when malformed. */
+static int parse_record(const char *line, size_t n, struct replay_record *r)
+{
+	json_error_t jerr;
+	json_t *o = json_loadb(line, n, 0, &jerr);
+	int ret = -EINVAL;
+
+	memset(r, 0, sizeof(*r));
+	if (!o)
+		return -EINVAL;
+	if (!json_is_object(o))
+		goto cleanup;
+	json_t *conn = json_object_get(o, "conn"), *dir = json_object_get(o, "dir");
+	const char *d = json_string_value(dir);
+	if (!json_is_integer(conn) || !d)
+		goto cleanup;
+	r->conn = (uint64_t)json_integer_value(conn);
+	r->dir = !strcmp(d, "in") ? 1 : 0;
+	r->ts_ns = (uint64_t)json_integer_value(json_object_get(o, "ts_ns"));
+	r->pid = (int)json_integer_value(json_object_get(o, "pid"));
+	const char *comm = json_string_value(json_object_get(o, "comm"));
+	snprintf(r->comm, sizeof(r->comm), "%s", comm ? comm : "");
+	json_t *gap = json_object_get(o, "gap");
+	if (json_is_integer(gap)) {
+		r->gap = (uint64_t)json_integer_value(gap);
+		ret = r->gap ? 1 : 0;
+		goto cleanup;
+	}
+	r->offset = (uint64_t)json_integer_value(json_object_get(o, "offset"));
+	const char *data = json_string_value(json_object_get(o, "data"));
+	if (!data)
+		goto cleanup;
+	size_t dl = strlen(data);
+	r->data = malloc(dl / 4 * 3 + 4);
+	if (!r->data) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	long len = base64_decode(data, dl, r->data);
+	if (len < 0) {
+		free(r->data);
+		r->data = NULL;
+		goto cleanup;
+	}
+	r->len = (size_t)len;
+	ret = 1;
+cleanup:
+	json_decref(o);
+	return ret;
+}
+
+struct replay_set {
+	struct replay_record *recs;
+	size_t n, cap;
+	uint64_t bytes;
+};
+
+static void replay_set__free(struct replay_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->recs[i].data);
+	free(s->recs);
+	memset(s, 0, sizeof(*s));
+}
+
+static int replay_set__load(struct replay_set *s, const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	unsigned long lineno = 0;
+	int err = 0;
+
+	if (!f) {
+		err = -errno;
+		fprintf(stderr, "bindtrace decode: %s: %s\n", path, strerror(errno));
+		return err;
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
+		struct replay_record r;
+		lineno++;
+		if (n <= 1)
+			continue;
+		int ret = parse_record(line, (size_t)n, &r);
+		if (ret < 0) {
+			fprintf(stderr, "bindtrace decode: %s:%lu: not a capture record, skipped\n",
+				path, lineno);
+			continue;
+		}
+		if (!ret)
+			continue;
+		if (s->n == s->cap) {
+			size_t nc = s->cap ? s->cap * 2 : 256;
+			struct replay_record *nr = realloc(s->recs, nc * sizeof(*nr));
+			if (!nr) {
+				free(r.data);
+				err = -ENOMEM;
+				break;
+			}
+			s->recs = nr;
+			s->cap = nc;
+		}
+		s->recs[s->n++] = r;
+		s->bytes += r.len;
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return err;
+}
+
+static void conn_cb(const struct decoded_msg *m, void *ctx)
+{
+	struct replay_conn *rc = ctx;
+	rc->ctx->cur = rc;
+	rc->ctx->cb(m, rc->ctx->cb_ctx);
+}
+
+#define MAX_CONNS 4096
+
+/* Feeds every record to its connection's decoder; max_piece > 0 cuts chunks into pieces of at
+ * most that many bytes (1: byte by byte), as a capture may. */
+static int replay_set__run(const struct replay_set *s, size_t max_piece, struct replay_ctx *rctx,
+			   struct conn_decoder_stats *total)
+{
+	struct replay_conn *conns = calloc(MAX_CONNS, sizeof(*conns));
+	size_t nconns = 0;
+	int err = 0;
+
+	if (!conns)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct replay_record *r = &s->recs[i];
+		struct replay_conn *rc = NULL;
+		for (size_t k = 0; k < nconns; k++)
+			if (conns[k].id == r->conn) {
+				rc = &conns[k];
+				break;
+			}
+		if (!rc) {
+			if (nconns == MAX_CONNS) {
+				err = -ENOSPC;
+				break;
+			}
+			rc = &conns[nconns++];
+			rc->id = r->conn;
+			rc->ctx = rctx;
+			rc->dec = conn_decoder__new(conn_cb, rc);
+			if (!rc->dec) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+		if (r->pid) {
+			rc->pid = r->pid;
+			memcpy(rc->comm, r->comm, sizeof(rc->comm));
+		}
+		rctx->cur = rc;
+		if (r->gap) {
+			conn_decoder__gap(rc->dec, r->dir, r->gap);
+			continue;
+		}
+		size_t step = max_piece ? max_piece : r->len;
+		for (size_t o = 0; o < r->len || (!r->len && !o); o += step) {
+			size_t n = r->len - o < step ? r->len - o : step;
+			conn_decoder__feed(rc->dec, r->dir, r->offset + o, r->data + o, n, r->ts_ns);
+			if (!r->len)
+				break;
+		}
+	}
+	if (total)
+		memset(total, 0, sizeof(*total));
+	for (size_t k = 0; k < nconns; k++) {
+		if (!conns[k].dec)
+			continue;
+		rctx->cur = &conns[k];
+		conn_decoder__close(conns[k].dec, 0);
+		if (total) {
+			struct conn_decoder_stats st;
+			conn_decoder__stats(conns[k].dec, &st);
+			for (int d = 0; d < 2; d++)
+				total->bytes[d] += st.bytes[d];
+			total->gaps += st.gaps;
+			total->bytes_lost += st.bytes_lost;
+			total->bytes_skipped += st.bytes_skipped;
+			total->resyncs += st.resyncs;
+			total->messages += st.messages;
+			total->streams_evicted += st.streams_evicted;
+			total->decode_errors += st.decode_errors;
+		}
+		conn_decoder__free(conns[k].dec);
+	}
+	free(conns);
+	return err;
+}
+
+int decode__replay_file(const char *path, size_t max_piece, conn_decoder_cb cb, void *ctx,
+			uint64_t *conn_id, struct conn_decoder_stats *total)
+{
+	struct replay_set s = { 0 };
+	struct replay_ctx rctx = { .cb = cb, .cb_ctx = ctx };
+	int err = replay_set__load(&s, path);
+
+	(void)conn_id;
+	if (!err)
+		err = replay_set__run(&s, max_piece, &rctx, total);
+	replay_set__free(&s);
+	return err;
+}
+
+/* Output */
+
+struct out_ctx {
+	struct replay_ctx *rctx;
+	bool json;
+	uint64_t t0;
+	uint64_t messages;
+	uint64_t binds;
+	bool header_done;
+};
+
+static void describe_k8s(char *b, size_t cap, const struct k8s_object *o)
+{
+	const struct k8s_meta *mt = &o->meta;
+
+	switch (o->kind) {
+	case K8S_KIND_POD:
+		snprintf(b, cap, "Pod %s/%s uid=%s rv=%s node=%s%s%s%s%s", mt->namespace, mt->name,
+			 mt->uid, mt->resource_version, o->pod.node_name[0] ? o->pod.node_name : "\"\"",
+			 o->pod.has_scheduled ? " PodScheduled=" : "",
+			 o->pod.has_scheduled ? o->pod.scheduled_status : "",
+			 o->pod.scheduled_reason[0] ? "/" : "", o->pod.scheduled_reason);
+		break;
+	case K8S_KIND_BINDING:
+		snprintf(b, cap, "Binding %s/%s uid=%s -> %s %s", mt->namespace, mt->name, mt->uid,
+			 o->binding.target_kind, o->binding.target_name);
+		break;
+	case K8S_KIND_STATUS:
+		snprintf(b, cap, "Status %d %s %s \"%s\"", o->status.code, o->status.status,
+			 o->status.reason, o->status.message);
+		break;
+	case K8S_KIND_TABLE_ROW:
+		snprintf(b, cap, "TableRow %s/%s uid=%s rv=%s status=%s node=%s", mt->namespace,
+			 mt->name, mt->uid, mt->resource_version, o->row.status, o->row.node_name);
+		break;
+	case K8S_KIND_SECRET:
+		snprintf(b, cap, "Secret %s/%s " REDACTED, mt->namespace, mt->name);
+		break;
+	default:
+		snprintf(b, cap, "%s %s/%s", o->kind_name[0] ? o->kind_name : "object",
+			 mt->namespace, mt->name);
+		break;
+	}
+}
+
+static void describe_kv(char *b, size_t cap, const struct etcd_kv *kv)
+{
+	char v[1024] = "";
+	if (kv->value_redacted)
+		snprintf(v, sizeof(v), REDACTED);
+	else if (kv->value.kind != K8S_KIND_NONE)
+		describe_k8s(v, sizeof(v), &kv->value);
+	else
+		snprintf(v, sizeof(v), "%u bytes", kv->value_len);
+	snprintf(b, cap, "%s mod_rev=%" PRId64 " [%s]", kv->key, kv->mod_revision, v);
+}
+
+static void describe_body(char *b, size_t cap, const struct decoded_msg *m)
+{
+	char x[1200], y[1200];
+
+	b[0] = 0;
+	switch (m->body_kind) {
+	case BODY_K8S:
+		describe_k8s(b, cap, &m->body.k8s);
+		break;
+	case BODY_K8S_WATCH_EVENT:
+		describe_k8s(x, sizeof(x), &m->body.watch.object);
+		snprintf(b, cap, "%s %s", m->body.watch.type, x);
+		break;
+	case BODY_ETCD_TXN: {
+		const struct etcd_txn *t = &m->body.txn;
+		x[0] = y[0] = 0;
+		if (t->has_put)
+			describe_kv(x, sizeof(x), &t->put);
+		snprintf(b, cap, "Txn if %s(%s)==%" PRId64 " then put %s else get %s",
+			 t->compare_target == ETCD_TARGET_MOD ? "mod_revision" : "target",
+			 t->compare_key, t->compare_revision, t->has_put ? x : "-",
+			 t->has_else_get ? t->else_get_key : "-");
+		break;
+	}
+	case BODY_ETCD_TXN_RESPONSE: {
+		const struct etcd_txn_response *t = &m->body.txn_response;
+		x[0] = 0;
+		if (t->has_kv)
+			describe_kv(x, sizeof(x), &t->kv);
+		snprintf(b, cap, "TxnResponse rev=%" PRId64 " succeeded=%s%s%s", t->header.revision,
+			 t->succeeded ? "true" : "false", t->has_kv ? " got " : "", x);
+		break;
+	}
+	case BODY_ETCD_RANGE:
+		snprintf(b, cap, "Range %s%s%s", m->body.range.key,
+			 m->body.range.range_end[0] ? ".." : "", m->body.range.range_end);
+		break;
+	case BODY_ETCD_RANGE_RESPONSE:
+		x[0] = 0;
+		if (m->body.range_response.has_kv)
+			describe_kv(x, sizeof(x), &m->body.range_response.kv);
+		snprintf(b, cap, "RangeResponse rev=%" PRId64 " count=%" PRId64 " %s",
+			 m->body.range_response.header.revision, m->body.range_response.count, x);
+		break;
+	case BODY_ETCD_WATCH_REQUEST: {
+		const struct etcd_watch_request *w = &m->body.watch_request;
+		snprintf(b, cap, "WatchRequest %s %s..%s start_rev=%" PRId64 "%s",
+			 w->kind == ETCD_WATCH_CREATE ? "create" :
+			 w->kind == ETCD_WATCH_CANCEL ? "cancel" : "progress",
+			 w->key, w->range_end, w->start_revision, w->prev_kv ? " prev_kv" : "");
+		break;
+	}
+	case BODY_ETCD_WATCH_RESPONSE: {
+		const struct etcd_watch_response *w = &m->body.etcd_watch.response;
+		snprintf(b, cap, "WatchResponse rev=%" PRId64 " watch_id=%" PRId64 "%s%s",
+			 w->header.revision, w->watch_id, w->created ? " created" : "",
+			 w->canceled ? " canceled" : "");
+		break;
+	}
+	case BODY_ETCD_WATCH_EVENT: {
+		const struct etcd_watch_event *e = &m->body.etcd_watch.event;
+		describe_kv(x, sizeof(x), &e->kv);
+		snprintf(b, cap, "%s %s rev=%" PRId64 " prev_mod_rev=%" PRId64 " prev_node=%s",
+			 e->type ? "DELETE" : "PUT", x, m->body.etcd_watch.response.header.revision,
+			 e->prev_mod_revision, e->prev_node_name[0] ? e->prev_node_name : "\"\"");
+		break;
+	}
+	case BODY_UNDECODED:
+		snprintf(b, cap, "(%" PRIu64 " bytes not decoded%s)", m->body_len,
+			 m->body_truncated ? ", cut" : "");
+		break;
+	default:
+		break;
+	}
+}
+
+static json_t *k8s_json(const struct k8s_object *o)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
+			      o->kind_name[0] ? o->kind_name : k8s_kind__name(o->kind), "namespace",
+			      o->meta.namespace, "name", o->meta.name, "uid", o->meta.uid,
+			      "resourceVersion", o->meta.resource_version, "encoding",
+			      o->encoding == K8S_ENCODING_JSON ? "json" : "protobuf");
+	switch (o->kind) {
+	case K8S_KIND_POD:
+		json_object_set_new(j, "nodeName", json_string(o->pod.node_name));
+		json_object_set_new(j, "phase", json_string(o->pod.phase));
+		if (o->pod.has_scheduled)
+			json_object_set_new(j, "podScheduled",
+					    json_pack("{s:s, s:s}", "status",
+						      o->pod.scheduled_status, "reason",
+						      o->pod.scheduled_reason));
+		break;
+	case K8S_KIND_BINDING:
+		json_object_set_new(j, "target",
+				    json_pack("{s:s, s:s}", "kind", o->binding.target_kind, "name",
+					      o->binding.target_name));
+		break;
+	case K8S_KIND_STATUS:
+		json_object_set_new(j, "code", json_integer(o->status.code));
+		json_object_set_new(j, "status", json_string(o->status.status));
+		json_object_set_new(j, "reason", json_string(o->status.reason));
+		json_object_set_new(j, "message", json_string(o->status.message));
+		break;
+	case K8S_KIND_TABLE_ROW:
+		json_object_set_new(j, "kind", json_string("TableRow"));
+		json_object_set_new(j, "nodeName", json_string(o->row.node_name));
+		json_object_set_new(j, "status", json_string(o->row.status));
+		break;
+	case K8S_KIND_SECRET:
+		json_object_set_new(j, "data", json_string(REDACTED));
+		break;
+	default:
+		break;
+	}
+	return j;
+}
+
+static json_t *kv_json(const struct etcd_kv *kv)
+{
+	json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I}", "key", kv->key, "create_revision",
+			      (json_int_t)kv->create_revision, "mod_revision",
+			      (json_int_t)kv->mod_revision, "version", (json_int_t)kv->version,
+			      "value_len", (json_int_t)kv->value_len);
+	if (kv->value_redacted)
+		json_object_set_new(j, "value", json_string(REDACTED));
+	else if (kv->value.kind != K8S_KIND_NONE)
+		json_object_set_new(j, "value", k8s_json(&kv->value));
+	return j;
+}
+
+static json_t *body_json(const struct decoded_msg *m)
+{
+	switch (m->body_kind) {
+	case BODY_K8S:
+		return k8s_json(&m->body.k8s);
+	case BODY_K8S_WATCH_EVENT:
+		return json_pack("{s:s, s:o}", "type", m->body.watch.type, "object",
+				 k8s_json(&m->body.watch.object));
+	case BODY_ETCD_TXN: {
+		const struct etcd_txn *t = &m->body.txn;
+		json_t *j = json_pack("{s:i, s:s, s:i, s:i, s:I}", "compares", t->compares,
+				      "compare_key", t->compare_key, "compare_target",
+				      t->compare_target, "compare_result", t->compare_result,
+				      "compare_revision", (json_int_t)t->compare_revision);
+		if (t->has_put)
+			json_object_set_new(j, "put", kv_json(&t->put));
+		if (t->has_else_get)
+			json_object_set_new(j, "else_get", json_string(t->else_get_key));
+		return j;
+	}
+	case BODY_ETCD_TXN_RESPONSE: {
+		const struct etcd_txn_response *t = &m->body.txn_response;
+		json_t *j = json_pack("{s:I, s:b}", "revision", (json_int_t)t->header.revision,
+				      "succeeded", t->succeeded);
+		if (t->has_kv)
+			json_object_set_new(j, "kv", kv_json(&t->kv));
+		return j;
+	}
+	case BODY_ETCD_RANGE:
+		return json_pack("{s:s, s:s, s:I}", "key", m->body.range.key, "range_end",
+				 m->body.range.range_end, "revision",
+				 (json_int_t)m->body.range.revision);
+	case BODY_ETCD_RANGE_RESPONSE: {
+		json_t *j = json_pack("{s:I, s:I}", "revision",
+				      (json_int_t)m->body.range_response.header.revision, "count",
+				      (json_int_t)m->body.range_response.count);
+		if (m->body.range_response.has_kv)
+			json_object_set_new(j, "kv", kv_json(&m->body.range_response.kv));
+		return j;
+	}
+	case BODY_ETCD_WATCH_REQUEST:
+		return json_pack("{s:i, s:s, s:s, s:I, s:b}", "kind", m->body.watch_request.kind,
+				 "key", m->body.watch_request.key, "range_end",
+				 m->body.watch_request.range_end, "start_revision",
+				 (json_int_t)m->body.watch_request.start_revision, "prev_kv",
+				 m->body.watch_request.prev_kv);
+	case BODY_ETCD_WATCH_RESPONSE:
+	case BODY_ETCD_WATCH_EVENT: {
+		const struct etcd_watch_response *w = &m->body.etcd_watch.response;
+		json_t *j = json_pack("{s:I, s:I, s:b, s:b}", "revision",
+				      (json_int_t)w->header.revision, "watch_id",
+				      (json_int_t)w->watch_id, "created", w->created, "canceled",
+				      w->canceled);
+		if (m->body_kind == BODY_ETCD_WATCH_EVENT) {
+			const struct etcd_watch_event *e = &m->body.etcd_watch.event;
+			json_object_set_new(j, "type", json_string(e->type ? "DELETE" : "PUT"));
+			json_object_set_new(j, "index", json_integer(e->index));
+			json_object_set_new(j, "kv", kv_json(&e->kv));
+			if (e->has_prev_kv) {
+				json_object_set_new(j, "prev_mod_revision",
+						    json_integer(e->prev_mod_revision));
+				json_object_set_new(j, "prev_node_name",
+						    json_string(e->prev_node_name));
+			}
+		}
+		return j;
+	}
+	default:
+		return NULL;
+	}
+}
+
+static void print_msg(const struct decoded_msg *m, void *ctx)
+{
+	struct out_ctx *o = ctx;
+	struct replay_conn *rc = o->rctx->cur;
+
+	o->messages++;
+	if (m->kind == DECODED_REQUEST && m->body_kind == BODY_K8S &&
+	    m->body.k8s.kind == K8S_KIND_BINDING)
+		o->binds++;
+	if (!o->json && !o->t0)
+		o->t0 = m->ts_first_ns;
+	if (o->json) {
+		json_t *j = json_pack(
+			"{s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:b, s:b}",
+			"ts_first_ns", (json_int_t)m->ts_first_ns, "ts_last_ns",
+			(json_int_t)m->ts_last_ns, "conn", (json_int_t)(rc ? rc->id : 0), "pid",
+			rc ? rc->pid : 0, "comm", rc ? rc->comm : "", "dir",
+			m->dir ? "in" : "out", "proto", conn_proto__name(m->proto), "kind",
+			decoded_kind__name(m->kind), "stream", (int)m->stream_id, "from_client",
+			m->from_client, "unreliable", m->unreliable, "incomplete", m->incomplete,
+			"streaming", m->streaming);
+		const struct decoded_http *h = &m->http;
+		if (h->method[0])
+			json_object_set_new(j, "method", json_string(h->method));
+		if (h->path[0])
+			json_object_set_new(j, "path", json_string(h->path));
+		if (h->authority[0])
+			json_object_set_new(j, "authority", json_string(h->authority));
+		if (h->user_agent[0])
+			json_object_set_new(j, "user_agent", json_string(h->user_agent));
+		if (h->content_type[0])
+			json_object_set_new(j, "content_type", json_string(h->content_type));
+		if (h->status)
+			json_object_set_new(j, "status", json_integer(h->status));
+		if (h->grpc_status >= 0) {
+			json_object_set_new(j, "grpc_status", json_integer(h->grpc_status));
+			json_object_set_new(j, "grpc_message", json_string(h->grpc_message));
+		}
+		if (m->kind == DECODED_STREAM_RESET || m->kind == DECODED_GOAWAY)
+			json_object_set_new(j, "error_code", json_integer(m->error_code));
+		json_object_set_new(j, "body_kind", json_string(decoded_body_kind__name(m->body_kind)));
+		json_object_set_new(j, "body_len", json_integer((json_int_t)m->body_len));
+		json_t *b = body_json(m);
+		if (b)
+			json_object_set_new(j, "body", b);
+		char *s = json_dumps(j, JSON_COMPACT);
+		if (s)
+			puts(s);
+		free(s);
+		json_decref(j);
+		return;
+	}
+	if (!o->header_done) {
+		printf("%-12s %-5s %-3s %-16s %-6s %-6s %s\n", "TIME(ms)", "CONN", "DIR", "KIND",
+		       "STREAM", "FLAGS", "DETAIL");
+		o->header_done = true;
+	}
+	char body[2048], head[1024] = "";
+	const struct decoded_http *h = &m->http;
+	describe_body(body, sizeof(body), m);
+	switch (m->kind) {
+	case DECODED_REQUEST:
+	case DECODED_GRPC_REQUEST:
+		snprintf(head, sizeof(head), "%s %s", h->method, h->path);
+		break;
+	case DECODED_RESPONSE:
+	case DECODED_GRPC_RESPONSE:
+		if (h->grpc_status >= 0)
+			snprintf(head, sizeof(head), "%d grpc-status=%d%s%s (%s %s)", h->status,
+				 h->grpc_status, h->grpc_message[0] ? " " : "", h->grpc_message,
+				 h->method, h->path);
+		else
+			snprintf(head, sizeof(head), "%d (%s %s)", h->status, h->method, h->path);
+		break;
+	case DECODED_STREAM_RESET:
+	case DECODED_GOAWAY:
+		snprintf(head, sizeof(head), "error=%u", m->error_code);
+		break;
+	default:
+		break;
+	}
+	printf("%12.3f %-5" PRIu64 " %-3s %-16s %-6u %c%c%c%c   %s%s%s\n",
+	       (double)(m->ts_first_ns - o->t0) / 1e6, rc ? rc->id : 0, m->dir ? "in" : "out",
+	       decoded_kind__name(m->kind), m->stream_id, m->from_client ? 'C' : 'S',
+	       m->unreliable ? 'U' : '-', m->incomplete ? 'I' : '-', m->streaming ? 'W' : '-', head,
+	       head[0] && body[0] ? "  " : "", body);
+}
+
+static void count_msg(const struct decoded_msg *m, void *ctx)
+{
+	struct out_ctx *o = ctx;
+	o->messages++;
+	if (m->kind == DECODED_REQUEST && m->body_kind == BODY_K8S &&
+	    m->body.k8s.kind == K8S_KIND_BINDING)
+		o->binds++;
+}
+
+/* CLI */
+
+struct decode_args {
+	const char *path;
+	bool json;
+	bool bench;
+	bool stats;
+	long piece;
+	double bench_seconds;
+};
+
+static const char doc[] =
+	"Decode a capture recorded with `bindtrace capture --json`: HTTP/2 and HTTP/1.1 requests, "
+	"responses and watch events of Kubernetes, and etcd's gRPC calls.\n"
+	"\vOutput: one line per message: time since the first (ms), connection, direction (out: "
+	"written by the traced process), kind, HTTP/2 stream, flags (C/S client or server side, "
+	"U connection unreliable after a gap or a mid-connection start, I message incomplete, "
+	"W streaming), and details. --json prints one object per message with ts_first_ns, "
+	"ts_last_ns, conn, pid, comm, dir, proto, kind, stream, from_client, unreliable, "
+	"incomplete, streaming, method, path, authority, user_agent, content_type, status, "
+	"grpc_status, body_kind, body_len and body.\n\n"
+	"EXAMPLES:\n"
+	"  bindtrace decode capture.jsonl          # decoded messages, one per line\n"
+	"  bindtrace decode --json capture.jsonl   # as JSON lines\n"
+	"  bindtrace capture --json | bindtrace decode -\n"
+	"  bindtrace decode --bench capture.jsonl  # decode throughput (MB/s, binds/s)";
+
+static const struct argp_option options[] = {
+	{ "json", 'j', NULL, 0, "One JSON object per message", 0 },
+	{ "bench", 'b', NULL, 0, "Measure decode throughput on one core; print no messages", 0 },
+	{ "bench-seconds", 'B', "SECONDS", 0, "How long --bench runs (default 2, 0.1-600)", 0 },
+	{ "stats", 's', NULL, 0, "Print connection statistics at the end (stderr)", 0 },
+	{ "piece", 'p', "BYTES", 0,
+	  "Feed chunks in pieces of at most BYTES (1: byte by byte), to test reassembly", 0 },
+	{ 0 },
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct decode_args *a = state->input;
+	char *end;
+
+	switch (key) {
+	case 'j':
+		a->json = true;
+		break;
+	case 'b':
+		a->bench = true;
+		break;
+	case 's':
+		a->stats = true;
+		break;
+	case 'B':
+		errno = 0;
+		a->bench_seconds = strtod(arg, &end);
+		if (errno || *end || a->bench_seconds < 0.1 || a->bench_seconds > 600)
+			argp_error(state, "--bench-seconds: '%s' is not a number from 0.1 to 600", arg);
+		break;
+	case 'p':
+		errno = 0;
+		a->piece = strtol(arg, &end, 10);
+		if (errno || *end || a->piece < 1 || a->piece > (1 << 30))
+			argp_error(state, "--piece: '%s' is not a size from 1 to 1073741824", arg);
+		break;
+	case ARGP_KEY_ARG:
+		if (a->path)
+			argp_error(state, "one capture file at a time");
+		a->path = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!a->path)
+			argp_error(state, "which capture? give FILE.jsonl (or - for stdin)");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int bench(const struct replay_set *s, const struct decode_args *a)
+{
+	struct out_ctx o = { 0 };
+	struct replay_ctx rctx = { .cb = count_msg, .cb_ctx = &o };
+	double t0 = now_s(), t;
+	unsigned long iters = 0;
+
+	o.rctx = &rctx;
+	do {
+		int err = replay_set__run(s, (size_t)a->piece, &rctx, NULL);
+		if (err)
+			return err;
+		iters++;
+		t = now_s() - t0;
+	} while (t < a->bench_seconds);
+	double mb = (double)s->bytes * (double)iters / 1e6;
+	printf("bench: %lu passes over %" PRIu64 " bytes in %zu records, %.2f s on one core\n",
+	       iters, s->bytes, s->n, t);
+	printf("bench: %.1f MB/s, %.0f messages/s, %.0f binds/s (%" PRIu64 " binds per pass)\n",
+	       mb / t, (double)o.messages / t, (double)o.binds / t, o.binds / iters);
+	return 0;
+}
+
+int cmd_decode(int argc, char **argv)
+{
+	struct decode_args a = { .bench_seconds = 2 };
+	struct argp argp = { options, parse_opt, "FILE.jsonl", doc, NULL, NULL, NULL };
+	struct replay_set s = { 0 };
+	struct conn_decoder_stats st;
+	int err;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &a))
+		return 2;
+	err = replay_set__load(&s, a.path);
+	if (err)
+		goto cleanup;
+	if (a.bench) {
+		err = bench(&s, &a);
+		goto cleanup;
+	}
+	struct out_ctx o = { .json = a.json };
+	struct replay_ctx rctx = { .cb = print_msg, .cb_ctx = &o };
+	o.rctx = &rctx;
+	err = replay_set__run(&s, (size_t)a.piece, &rctx, &st);
+	if (!err && a.stats)
+		fprintf(stderr,
+			"bindtrace decode: %" PRIu64 " messages, %" PRIu64 "+%" PRIu64
+			" bytes, %" PRIu64 " gaps (%" PRIu64 " bytes lost), %" PRIu64
+			" resyncs, %" PRIu64 " bytes skipped, %" PRIu64 " decode errors\n",
+			st.messages, st.bytes[0], st.bytes[1], st.gaps, st.bytes_lost, st.resyncs,
+			st.bytes_skipped, st.decode_errors);
+cleanup:
+	replay_set__free(&s);
+	if (err) {
+		fprintf(stderr, "bindtrace decode: %s\n", strerror(-err));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,1211 @@
+/* The per-connection decoder: detects the protocol, drives the HTTP/2 or HTTP/1.1 layer, keeps a
+ * bounded table of streams, routes each stream's body by its headers (or, for streams that began
+ * before capture, by sniffing at DATA frame starts) to the gRPC framer, the Kubernetes watch
+ * framers or a whole-body buffer, and turns complete messages into decoded_msg callbacks. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "decode.h"
+#include "grpc.h"
+#include "h2.h"
+#include "http1.h"
+#include "redact.h"
+
+#define DETECT_MAX 16384
+#define SNIFF_MAX 64
+
+enum body_mode {
+	BODY_MODE_NONE = 0,	/* not decided yet */
+	BODY_MODE_WHOLE,	/* keep the body, decode at its end */
+	BODY_MODE_GRPC,		/* 5-byte framed gRPC messages, each decoded as it completes */
+	BODY_MODE_K8S_WATCH,	/* 4-byte framed protobuf WatchEvents */
+	BODY_MODE_JSON_LINES,	/* newline-delimited JSON watch events */
+	BODY_MODE_SNIFF,	/* stream seen mid-way: find a message start at a frame start */
+	BODY_MODE_DISCARD,
+};
+
+struct half {
+	bool started;
+	bool headers;		/* its header block was seen */
+	bool ended;
+	bool lost;
+	bool emitted_head;
+	enum body_mode mode;
+	uint64_t ts_first;
+	uint64_t ts_last;
+	uint64_t body_len;
+	char content_type[DECODE_CONTENT_TYPE_MAX];
+	struct lp_framer framer;
+	uint8_t *buf;
+	uint32_t len;
+	uint32_t cap;
+	bool truncated;
+	/* the first bytes of a DATA frame while sniffing */
+	uint8_t sniff[SNIFF_MAX];
+	uint32_t sniff_len;
+	bool sniff_done;	/* gave up on this frame */
+};
+
+struct stream {
+	bool used;
+	bool head_unknown;	/* no request headers seen: began before capture or lost */
+	uint32_t id;
+	uint64_t last_use;
+	struct decoded_http http;
+	enum etcd_method etcd;
+	bool grpc;
+	bool watch;
+	bool grpc_streaming;
+	bool table;
+	struct k8s_table_columns cols;
+	int trailers_dir;	/* -1; the direction whose trailers are being read */
+	struct half half[2];
+};
+
+struct conn_decoder {
+	conn_decoder_cb cb;
+	void *ctx;
+	enum conn_proto proto;
+	int client_dir;
+	bool unreliable;
+	bool seen[2];
+	uint64_t next_offset[2];
+	bool begun[2];
+	bool lost_before[2];	/* bytes lost before the protocol layer began */
+	uint64_t detect_offset[2];
+	uint8_t detect[2][DETECT_MAX];
+	uint32_t detect_len[2];
+	uint64_t detect_ts[2];
+	struct h2_conn h2;
+	struct http1_conn h1;
+	uint32_t h1_next_request;
+	uint32_t h1_next_response;
+	uint32_t h1_current[2];
+	uint64_t use_clock;
+	struct stream streams[DECODE_MAX_STREAMS];
+	/* pending headers of the block being decoded */
+	struct decoded_http hdr;
+	bool hdr_has_method;
+	bool hdr_has_status;
+	bool hdr_unknown;
+	struct decoded_msg msg;
+	struct conn_decoder_stats stats;
+};
+
+const char *decoded_kind__name(enum decoded_kind k)
+{
+	static const char *const names[] = { "none",	   "request",	   "response",
+					     "grpc-request", "grpc-response", "watch-event",
+					     "etcd-watch-event", "stream-reset", "goaway" };
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+const char *decoded_body_kind__name(enum decoded_body_kind k)
+{
+	static const char *const names[] = { "none",	       "k8s",
+					     "k8s-watch-event", "etcd-txn",
+					     "etcd-txn-response", "etcd-range",
+					     "etcd-range-response", "etcd-watch-request",
+					     "etcd-watch-response", "etcd-watch-event",
+					     "undecoded" };
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+const char *conn_proto__name(enum conn_proto p)
+{
+	return p == CONN_PROTO_H2 ? "h2" : p == CONN_PROTO_HTTP1 ? "http/1.1" : "unknown";
+}
+
+/* Streams */
+
+static void half_reset(struct half *h)
+{
+	uint8_t *buf = h->buf;
+	uint32_t cap = h->cap;
+	struct lp_framer f = h->framer;
+
+	memset(h, 0, sizeof(*h));
+	h->buf = buf;
+	h->cap = cap;
+	h->framer = f;
+	h->framer.state = LP_PREFIX;
+	h->framer.prefix_got = 0;
+	h->framer.got = 0;
+	h->framer.messages = 0;
+}
+
+static void stream_free_buffers(struct stream *s)
+{
+	for (int d = 0; d < 2; d++) {
+		free(s->half[d].buf);
+		s->half[d].buf = NULL;
+		s->half[d].cap = 0;
+		lp_framer__free(&s->half[d].framer);
+	}
+}
+
+static void stream_release(struct conn_decoder *c, struct stream *s)
+{
+	(void)c;
+	s->used = false;
+	/* Keep small buffers for reuse; give back large ones. */
+	for (int d = 0; d < 2; d++) {
+		if (s->half[d].cap > 65536) {
+			free(s->half[d].buf);
+			s->half[d].buf = NULL;
+			s->half[d].cap = 0;
+		}
+		if (s->half[d].framer.cap > 65536)
+			lp_framer__free(&s->half[d].framer);
+	}
+}
+
+static struct stream *stream_find(struct conn_decoder *c, uint32_t id)
+{
+	for (int i = 0; i < DECODE_MAX_STREAMS; i++)
+		if (c->streams[i].used && c->streams[i].id == id) {
+			c->streams[i].last_use = ++c->use_clock;
+			return &c->streams[i];
+		}
+	return NULL;
+}
+
+static struct stream *stream_get(struct conn_decoder *c, uint32_t id)
+{
+	struct stream *s = stream_find(c, id), *victim = NULL;
+
+	if (s)
+		return s;
+	for (int i = 0; i < DECODE_MAX_STREAMS; i++) {
+		if (!c->streams[i].used) {
+			victim = &c->streams[i];
+			break;
+		}
+		if (!victim || c->streams[i].last_use < victim->last_use)
+			victim = &c->streams[i];
+	}
+	if (victim->used)
+		c->stats.streams_evicted++;
+	s = victim;
+	struct half h0 = s->half[0], h1 = s->half[1];
+	memset(s, 0, sizeof(*s));
+	s->half[0] = h0;
+	s->half[1] = h1;
+	half_reset(&s->half[0]);
+	half_reset(&s->half[1]);
+	s->used = true;
+	s->id = id;
+	s->last_use = ++c->use_clock;
+	s->head_unknown = true;
+	s->http.grpc_status = -1;
+	s->trailers_dir = -1;
+	k8s_table_columns__init(&s->cols);
+	return s;
+}
+
+/* Messages */
+
+static bool dir_is_client(const struct conn_decoder *c, int dir, bool guess)
+{
+	return c->client_dir >= 0 ? dir == c->client_dir : guess;
+}
+
+static struct decoded_msg *msg_begin(struct conn_decoder *c, struct stream *s, int dir,
+				     enum decoded_kind kind, bool client_guess)
+{
+	struct decoded_msg *m = &c->msg;
+
+	memset(m, 0, offsetof(struct decoded_msg, body));
+	m->kind = kind;
+	m->proto = c->proto;
+	m->dir = (enum conn_dir)dir;
+	m->client_known = c->client_dir >= 0;
+	m->from_client = dir_is_client(c, dir, client_guess);
+	m->unreliable = c->unreliable;
+	m->http.grpc_status = -1;
+	if (s) {
+		struct half *h = &s->half[dir];
+		m->stream_id = s->id;
+		m->http = s->http;
+		m->incomplete = h->lost || (s->head_unknown && kind != DECODED_WATCH_EVENT &&
+					   kind != DECODED_ETCD_WATCH_EVENT);
+		m->ts_first_ns = h->ts_first;
+		m->ts_last_ns = h->ts_last;
+		snprintf(m->http.content_type, sizeof(m->http.content_type), "%s", h->content_type);
+		m->streaming = s->watch || s->grpc_streaming;
+	}
+	return m;
+}
+
+static void emit(struct conn_decoder *c, struct decoded_msg *m)
+{
+	c->stats.messages++;
+	if (c->cb)
+		c->cb(m, c->ctx);
+}
+
+/* Body decoding */
+
+static void decode_k8s_body(struct conn_decoder *c, struct decoded_msg *m, const uint8_t *buf,
+			    size_t len, struct k8s_table_columns *cols)
+{
+	int err;
+
+	m->body_len = len;
+	if (!len) {
+		m->body_kind = BODY_NONE;
+		return;
+	}
+	if (len >= K8S_MAGIC_LEN && !memcmp(buf, K8S_MAGIC, K8S_MAGIC_LEN))
+		err = k8s__decode_protobuf(buf, len, &m->body.k8s);
+	else if (buf[0] == '{' || buf[0] == ' ' || buf[0] == '\n')
+		err = k8s__decode_json((const char *)buf, len, &m->body.k8s, cols);
+	else
+		err = -EBADMSG;
+	if (err) {
+		c->stats.decode_errors += err != -EPROTONOSUPPORT;
+		m->body_kind = BODY_UNDECODED;
+		return;
+	}
+	m->body_kind = BODY_K8S;
+}
+
+struct etcd_emit_ctx {
+	struct conn_decoder *c;
+	struct stream *s;
+	int dir;
+	uint64_t ts_first, ts_last;
+	size_t len;
+	bool emitted;
+};
+
+static void on_etcd_event(const struct etcd_watch_response *resp,
+			  const struct etcd_watch_event *ev, void *ctx)
+{
+	struct etcd_emit_ctx *x = ctx;
+	struct decoded_msg *m = msg_begin(x->c, x->s, x->dir, DECODED_ETCD_WATCH_EVENT, false);
+
+	m->ts_first_ns = x->ts_first;
+	m->ts_last_ns = x->ts_last;
+	m->body_len = x->len;
+	m->body_kind = BODY_ETCD_WATCH_EVENT;
+	m->body.etcd_watch.response = *resp;
+	m->body.etcd_watch.event = *ev;
+	x->emitted = true;
+	emit(x->c, m);
+}
+
+/* One whole gRPC message (without its prefix) of stream s travelling in dir. */
+static void grpc_message(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
+			 size_t len, bool compressed, uint64_t ts_first, uint64_t ts_last,
+			 bool at_trailers)
+{
+	bool client = dir_is_client(c, dir, false);
+	enum decoded_kind kind = client ? DECODED_GRPC_REQUEST : DECODED_GRPC_RESPONSE;
+	struct decoded_msg *m;
+	int err = 0;
+
+	(void)at_trailers;
+	if (!buf || compressed) {
+		m = msg_begin(c, s, dir, kind, false);
+		m->ts_first_ns = ts_first;
+		m->ts_last_ns = ts_last;
+		m->body_len = len;
+		m->body_truncated = !buf;
+		m->body_kind = BODY_UNDECODED;
+		emit(c, m);
+		return;
+	}
+	if (s->etcd == ETCD_METHOD_WATCH && !client) {
+		struct etcd_emit_ctx x = { c, s, dir, ts_first, ts_last, len, false };
+		struct etcd_watch_response resp;
+		err = etcd__decode_watch_response(buf, len, &resp, on_etcd_event, &x);
+		if (!err && !x.emitted) {
+			m = msg_begin(c, s, dir, kind, false);
+			m->ts_first_ns = ts_first;
+			m->ts_last_ns = ts_last;
+			m->body_len = len;
+			m->body_kind = BODY_ETCD_WATCH_RESPONSE;
+			m->body.etcd_watch.response = resp;
+			emit(c, m);
+		}
+		if (!err)
+			return;
+	}
+	m = msg_begin(c, s, dir, kind, client);
+	m->ts_first_ns = ts_first;
+	m->ts_last_ns = ts_last;
+	m->body_len = len;
+	m->body_kind = BODY_UNDECODED;
+	if (!err) {
+		switch (s->etcd) {
+		case ETCD_METHOD_TXN:
+			if (client) {
+				err = etcd__decode_txn_request(buf, len, &m->body.txn);
+				m->body_kind = BODY_ETCD_TXN;
+			} else {
+				err = etcd__decode_txn_response(buf, len, &m->body.txn_response);
+				m->body_kind = BODY_ETCD_TXN_RESPONSE;
+			}
+			break;
+		case ETCD_METHOD_RANGE:
+			if (client) {
+				err = etcd__decode_range_request(buf, len, &m->body.range);
+				m->body_kind = BODY_ETCD_RANGE;
+			} else {
+				err = etcd__decode_range_response(buf, len, &m->body.range_response);
+				m->body_kind = BODY_ETCD_RANGE_RESPONSE;
+			}
+			break;
+		case ETCD_METHOD_WATCH:
+			if (client) {
+				err = etcd__decode_watch_request(buf, len, &m->body.watch_request);
+				m->body_kind = BODY_ETCD_WATCH_REQUEST;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	if (err) {
+		c->stats.decode_errors++;
+		m->body_kind = BODY_UNDECODED;
+	}
+	emit(c, m);
+}
+
+struct framer_ctx {
+	struct conn_decoder *c;
+	struct stream *s;
+	int dir;
+};
+
+static void on_grpc_frame(const struct lp_message *lm, void *ctx)
+{
+	struct framer_ctx *x = ctx;
+	grpc_message(x->c, x->s, x->dir, lm->data, lm->len, lm->compressed, lm->ts_first_ns,
+		     lm->ts_last_ns, false);
+}
+
+static void on_watch_row(const struct k8s_watch_event *ev, void *ctx)
+{
+	struct decoded_msg *m = ctx;
+	m->body.watch = *ev;
+	m->body_kind = BODY_K8S_WATCH_EVENT;
+}
+
+struct row_emit_ctx {
+	struct conn_decoder *c;
+	struct stream *s;
+	int dir;
+	uint64_t ts_first, ts_last;
+	size_t len;
+};
+
+static void on_json_row(const struct k8s_watch_event *ev, void *ctx)
+{
+	struct row_emit_ctx *x = ctx;
+	struct decoded_msg *m = msg_begin(x->c, x->s, x->dir, DECODED_WATCH_EVENT, false);
+	m->ts_first_ns = x->ts_first;
+	m->ts_last_ns = x->ts_last;
+	m->body_len = x->len;
+	m->body_kind = BODY_K8S_WATCH_EVENT;
+	m->body.watch = *ev;
+	emit(x->c, m);
+}
+
+static void watch_json_line(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
+			    size_t len, uint64_t ts_first, uint64_t ts_last)
+{
+	struct row_emit_ctx x = { c, s, dir, ts_first, ts_last, len };
+	static __thread struct k8s_watch_event ev;
+
+	while (len && (buf[len - 1] == '\r' || buf[len - 1] == ' '))
+		len--;
+	if (!len)
+		return;
+	if (k8s__decode_watch_event_json((const char *)buf, len, &ev, &s->cols, on_json_row, &x) <
+	    0) {
+		c->stats.decode_errors++;
+		struct decoded_msg *m = msg_begin(c, s, dir, DECODED_WATCH_EVENT, false);
+		m->ts_first_ns = ts_first;
+		m->ts_last_ns = ts_last;
+		m->body_len = len;
+		m->body_kind = BODY_UNDECODED;
+		emit(c, m);
+	}
+}
+
+static void on_k8s_watch_frame(const struct lp_message *lm, void *ctx)
+{
+	struct framer_ctx *x = ctx;
+	struct decoded_msg *m = msg_begin(x->c, x->s, x->dir, DECODED_WATCH_EVENT, false);
+
+	m->ts_first_ns = lm->ts_first_ns;
+	m->ts_last_ns = lm->ts_last_ns;
+	m->body_len = lm->len;
+	m->body_kind = BODY_UNDECODED;
+	if (lm->data && !k8s__decode_watch_event_protobuf(lm->data, lm->len, &m->body.watch))
+		m->body_kind = BODY_K8S_WATCH_EVENT;
+	else
+		x->c->stats.decode_errors++;
+	(void)on_watch_row;
+	emit(x->c, m);
+}
+
+/* Appends to the half's whole-body buffer, growing it per need up to the cap. */
+static void half_append(struct half *h, const uint8_t *buf, size_t len, uint32_t cap_max)
+{
+	if (h->truncated)
+		return;
+	if ((uint64_t)h->len + len > cap_max) {
+		h->truncated = true;
+		return;
+	}
+	if (h->len + len > h->cap) {
+		uint32_t cap = h->cap ? h->cap : 1024;
+		while (cap < h->len + len)
+			cap *= 2;
+		uint8_t *nb = realloc(h->buf, cap);
+		if (!nb) {
+			h->truncated = true;
+			return;
+		}
+		h->buf = nb;
+		h->cap = cap;
+	}
+	memcpy(h->buf + h->len, buf, len);
+	h->len += (uint32_t)len;
+}
+
+/* Decides how a half's body is read, from the stream's headers. */
+static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
+{
+	struct half *h = &s->half[dir];
+	bool client = dir_is_client(c, dir, false);
+
+	(void)client;
+	if (s->grpc) {
+		h->mode = s->grpc_streaming ? BODY_MODE_GRPC : BODY_MODE_WHOLE;
+		h->framer.prefix_len = 5;
+		return;
+	}
+	if (!dir_is_client(c, dir, true) && s->watch) {
+		if (strcasestr(h->content_type, "protobuf")) {
+			h->mode = BODY_MODE_K8S_WATCH;
+			h->framer.prefix_len = 4;
+		} else {
+			h->mode = BODY_MODE_JSON_LINES;
+		}
+		return;
+	}
+	h->mode = BODY_MODE_WHOLE;
+}
+
+/* A stream seen without its headers: guess what flows from the first bytes of a frame. */
+static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
+		  size_t len)
+{
+	struct half *h = &s->half[dir];
+
+	(void)c;
+	if (k8s__looks_like_watch_frame(buf, len)) {
+		s->watch = true;
+		h->mode = BODY_MODE_K8S_WATCH;
+		h->framer.prefix_len = 4;
+	} else if (len >= 9 && !memcmp(buf, "{\"type\":\"", 9)) {
+		s->watch = true;
+		h->mode = BODY_MODE_JSON_LINES;
+		h->len = 0;
+	} else if ((len >= 16 || (len >= 5 && len >= 5 + ((size_t)buf[3] << 8 | buf[4]))) &&
+		   grpc__looks_like_message(buf, len)) {
+		s->grpc = true;
+		s->grpc_streaming = true;
+		/* The long-lived gRPC streams that outlive a capture's start are etcd watches. */
+		if (!s->etcd)
+			s->etcd = ETCD_METHOD_WATCH;
+		h->mode = BODY_MODE_GRPC;
+		h->framer.prefix_len = 5;
+	} else {
+		return;
+	}
+	lp_framer__resume(&h->framer);
+}
+
+static void half_data(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
+		      size_t len, bool frame_start, uint64_t ts_first, uint64_t ts)
+{
+	struct half *h = &s->half[dir];
+	struct framer_ctx x = { c, s, dir };
+
+	if (!h->started) {
+		h->started = true;
+		h->ts_first = ts_first;
+	}
+	h->ts_last = ts;
+	h->body_len += len;
+	if (h->mode == BODY_MODE_NONE)
+		h->mode = s->head_unknown ? BODY_MODE_SNIFF : BODY_MODE_WHOLE;
+	if (h->lost && frame_start && h->mode != BODY_MODE_WHOLE) {
+		/* After lost bytes, a streamed body looks for its next message at a frame start. */
+		h->mode = BODY_MODE_SNIFF;
+		h->lost = false;
+		h->len = 0;
+	}
+	if (h->mode == BODY_MODE_SNIFF) {
+		/* Gather the first bytes of the frame (they may come one by one), then judge. */
+		if (frame_start) {
+			h->sniff_len = 0;
+			h->sniff_done = false;
+		}
+		if (h->sniff_done)
+			return;
+		size_t n = SNIFF_MAX - h->sniff_len < len ? SNIFF_MAX - h->sniff_len : len;
+		memcpy(h->sniff + h->sniff_len, buf, n);
+		h->sniff_len += (uint32_t)n;
+		buf += n;
+		len -= n;
+		sniff(c, s, dir, h->sniff, h->sniff_len);
+		if (h->mode == BODY_MODE_SNIFF) {
+			if (h->sniff_len == SNIFF_MAX)
+				h->sniff_done = true;
+			return;
+		}
+		/* Decided: replay what was gathered, then go on with the rest. */
+		uint8_t tmp[SNIFF_MAX];
+		uint32_t t = h->sniff_len;
+		memcpy(tmp, h->sniff, t);
+		h->sniff_len = 0;
+		h->sniff_done = true;
+		half_data(c, s, dir, tmp, t, false, ts_first, ts);
+		h->body_len -= t;
+		if (!len)
+			return;
+	}
+	switch (h->mode) {
+	case BODY_MODE_WHOLE:
+		half_append(h, buf, len, DECODE_MAX_BODY);
+		break;
+	case BODY_MODE_GRPC:
+		if (lp_framer__feed(&h->framer, buf, len, ts, on_grpc_frame, &x))
+			h->mode = BODY_MODE_SNIFF;
+		break;
+	case BODY_MODE_K8S_WATCH:
+		lp_framer__feed(&h->framer, buf, len, ts, on_k8s_watch_frame, &x);
+		break;
+	case BODY_MODE_JSON_LINES:
+		while (len) {
+			const uint8_t *nl = memchr(buf, '\n', len);
+			size_t n = nl ? (size_t)(nl - buf) + 1 : len;
+			if (!h->len)
+				h->framer.ts_first_ns = ts;
+			half_append(h, buf, nl ? n - 1 : n, K8S_OBJECT_MAX);
+			if (nl) {
+				if (!h->truncated)
+					watch_json_line(c, s, dir, h->buf, h->len,
+							h->framer.ts_first_ns, ts);
+				h->len = 0;
+				h->truncated = false;
+			}
+			buf += n;
+			len -= n;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* The half's message is complete (END_STREAM, or an HTTP/1.1 message end). */
+static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t ts)
+{
+	struct half *h = &s->half[dir];
+	bool client = dir_is_client(c, dir, s->http.method[0] && !s->http.status);
+	struct decoded_msg *m;
+
+	if (h->ended)
+		return;
+	h->ended = true;
+	h->ts_last = ts;
+	if (!h->started) {
+		h->started = true;
+		h->ts_first = ts;
+	}
+	if (s->grpc) {
+		if (h->mode == BODY_MODE_WHOLE || h->mode == BODY_MODE_NONE) {
+			/* A unary call: one message, reported at END_STREAM (the response's at its
+			 * trailers, with grpc-status). */
+			if (h->len >= 5) {
+				uint32_t n = (uint32_t)h->buf[1] << 24 | (uint32_t)h->buf[2] << 16 |
+					     (uint32_t)h->buf[3] << 8 | h->buf[4];
+				bool whole = !h->truncated && (uint64_t)n + 5 <= h->len;
+				grpc_message(c, s, dir, whole ? h->buf + 5 : NULL, n, h->buf[0] == 1,
+					     h->ts_first, ts, true);
+			} else if (!client) {
+				/* Trailers-only: an error status without a message. */
+				m = msg_begin(c, s, dir, DECODED_GRPC_RESPONSE, false);
+				m->ts_last_ns = ts;
+				emit(c, m);
+			} else if (h->len || h->truncated) {
+				m = msg_begin(c, s, dir, DECODED_GRPC_REQUEST, true);
+				m->body_kind = BODY_UNDECODED;
+				emit(c, m);
+			}
+		}
+		h->len = 0;
+		return;
+	}
+	if (h->mode == BODY_MODE_JSON_LINES && h->len) {
+		watch_json_line(c, s, dir, h->buf, h->len, h->framer.ts_first_ns, ts);
+		h->len = 0;
+		return;
+	}
+	if (h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_NONE)
+		return;
+	if (!h->headers && s->head_unknown && !h->len)
+		return;	/* nothing seen of this message */
+	m = msg_begin(c, s, dir, client ? DECODED_REQUEST : DECODED_RESPONSE, client);
+	m->ts_last_ns = ts;
+	m->body_truncated = h->truncated;
+	m->body_len = h->body_len;
+	if (h->truncated)
+		m->body_kind = BODY_UNDECODED;
+	else
+		decode_k8s_body(c, m, h->buf, h->len, &s->cols);
+	emit(c, m);
+	h->len = 0;
+}
+
+static void stream_maybe_done(struct conn_decoder *c, struct stream *s)
+{
+	if (s->half[0].ended && s->half[1].ended)
+		stream_release(c, s);
+}
+
+/* Headers */
+
+static bool is_watch_request(const char *path)
+{
+	const char *q = strchr(path, '?');
+	if (strstr(path, "/watch/"))
+		return true;
+	if (!q)
+		return false;
+	return strstr(q, "watch=true") || strstr(q, "watch=1");
+}
+
+static void header_field(struct conn_decoder *c, const char *name, size_t nlen, const char *value,
+			 size_t vlen, unsigned flags)
+{
+	struct decoded_http *h = &c->hdr;
+
+	if (flags & HPACK_NAME_UNKNOWN) {
+		c->hdr_unknown = true;
+		return;
+	}
+#define IS(lit) (nlen == sizeof(lit) - 1 && !strncasecmp(name, lit, nlen))
+	if (IS(":method") || IS("method")) {
+		redact__header_value(name, nlen, value, vlen, h->method, sizeof(h->method));
+		c->hdr_has_method = true;
+	} else if (IS(":path")) {
+		redact__path(value, vlen, h->path, sizeof(h->path));
+	} else if (IS(":authority") || IS("host")) {
+		redact__header_value(name, nlen, value, vlen, h->authority, sizeof(h->authority));
+	} else if (IS(":status")) {
+		char tmp[8];
+		snprintf(tmp, sizeof(tmp), "%.*s", (int)(vlen < 7 ? vlen : 7), value);
+		h->status = atoi(tmp);
+		c->hdr_has_status = true;
+	} else if (IS("content-type")) {
+		redact__header_value(name, nlen, value, vlen, h->content_type,
+				     sizeof(h->content_type));
+	} else if (IS("user-agent")) {
+		redact__header_value(name, nlen, value, vlen, h->user_agent, sizeof(h->user_agent));
+	} else if (IS("grpc-status")) {
+		char tmp[8];
+		snprintf(tmp, sizeof(tmp), "%.*s", (int)(vlen < 7 ? vlen : 7), value);
+		h->grpc_status = atoi(tmp);
+	} else if (IS("grpc-message")) {
+		char tmp[DECODE_GRPC_MESSAGE_MAX];
+		redact__header_value(name, nlen, value, vlen, tmp, sizeof(tmp));
+		grpc__decode_message(tmp, h->grpc_message, sizeof(h->grpc_message));
+	}
+#undef IS
+}
+
+static void header_block_reset(struct conn_decoder *c)
+{
+	memset(&c->hdr, 0, sizeof(c->hdr));
+	c->hdr.grpc_status = -1;
+	c->hdr_has_method = false;
+	c->hdr_has_status = false;
+	c->hdr_unknown = false;
+}
+
+/* A complete header block of stream s in dir. */
+static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool damaged,
+			 uint64_t ts_first, uint64_t ts_last)
+{
+	struct half *h = &s->half[dir];
+
+	if (c->hdr_has_method && c->client_dir < 0)
+		c->client_dir = dir;
+	if (c->hdr_has_status && c->client_dir < 0)
+		c->client_dir = !dir;
+	if (c->hdr_has_method) {
+		/* Request headers. */
+		memcpy(s->http.method, c->hdr.method, sizeof(s->http.method));
+		memcpy(s->http.path, c->hdr.path, sizeof(s->http.path));
+		memcpy(s->http.authority, c->hdr.authority, sizeof(s->http.authority));
+		memcpy(s->http.user_agent, c->hdr.user_agent, sizeof(s->http.user_agent));
+		memcpy(h->content_type, c->hdr.content_type, sizeof(h->content_type));
+		s->head_unknown = damaged || !c->hdr.path[0];
+		s->grpc = grpc__is_content_type(c->hdr.content_type);
+		s->etcd = etcd__method_from_path(s->http.path);
+		s->grpc_streaming = s->grpc && (s->etcd == ETCD_METHOD_WATCH ||
+						s->etcd == ETCD_METHOD_LEASE_KEEPALIVE);
+		s->watch = !s->grpc && is_watch_request(s->http.path);
+		s->table = strstr(s->http.path, "as=Table") != NULL;
+		h->headers = true;
+		h->started = true;
+		h->ts_first = ts_first;
+		h->ts_last = ts_last;
+		choose_mode(c, s, dir);
+		return;
+	}
+	if (c->hdr_has_status) {
+		if (c->hdr.status >= 100 && c->hdr.status < 200)
+			return;	/* informational */
+		s->http.status = c->hdr.status;
+		memcpy(h->content_type, c->hdr.content_type, sizeof(h->content_type));
+		if (c->hdr.grpc_status >= 0) {
+			s->http.grpc_status = c->hdr.grpc_status;
+			memcpy(s->http.grpc_message, c->hdr.grpc_message,
+			       sizeof(s->http.grpc_message));
+		}
+		if (!s->grpc && grpc__is_content_type(c->hdr.content_type)) {
+			s->grpc = true;
+			s->grpc_streaming = s->head_unknown;
+		}
+		if (strcasestr(c->hdr.content_type, "stream=watch"))
+			s->watch = true;
+		if (damaged)
+			h->lost = true;
+		h->headers = true;
+		h->started = true;
+		h->ts_first = ts_first;
+		h->ts_last = ts_last;
+		choose_mode(c, s, dir);
+		if (s->watch || s->grpc_streaming) {
+			/* A streaming response: report its start now, events follow. */
+			struct decoded_msg *m = msg_begin(c, s, dir, s->grpc ? DECODED_GRPC_RESPONSE :
+									 DECODED_RESPONSE,
+							  false);
+			m->ts_last_ns = ts_last;
+			h->emitted_head = true;
+			emit(c, m);
+		}
+		return;
+	}
+	if (!h->headers && (damaged || c->hdr_unknown)) {
+		/* A head whose :method or :status was an entry we never saw. */
+		h->headers = true;
+		h->lost = true;
+		h->started = true;
+		h->ts_first = ts_first;
+		h->ts_last = ts_last;
+		memcpy(h->content_type, c->hdr.content_type, sizeof(h->content_type));
+		if (!dir_is_client(c, dir, false) && !s->grpc &&
+		    grpc__is_content_type(c->hdr.content_type))
+			s->grpc = true;
+		choose_mode(c, s, dir);
+		return;
+	}
+	/* Trailers (or a block we could not read). */
+	if (c->hdr.grpc_status >= 0) {
+		s->http.grpc_status = c->hdr.grpc_status;
+		memcpy(s->http.grpc_message, c->hdr.grpc_message, sizeof(s->http.grpc_message));
+	}
+	if (!h->headers && (damaged || c->hdr_unknown))
+		h->lost = true;
+	h->ts_last = ts_last;
+}
+
+/* HTTP/2 callbacks */
+
+static void h2_on_header(void *ctx, int dir, uint32_t sid, const struct hpack_header *hh)
+{
+	struct conn_decoder *c = ctx;
+	(void)dir;
+	(void)sid;
+	header_field(c, hh->name, hh->name_len, hh->value, hh->value_len, hh->flags);
+}
+
+static void h2_on_headers_end(void *ctx, int dir, uint32_t sid, bool end_stream, bool damaged,
+			      uint64_t ts_first, uint64_t ts_last)
+{
+	struct conn_decoder *c = ctx;
+	struct stream *s = stream_get(c, sid);
+	(void)end_stream;
+	headers_done(c, s, dir, damaged, ts_first, ts_last);
+	header_block_reset(c);
+}
+
+static void h2_on_data(void *ctx, int dir, uint32_t sid, const uint8_t *data, size_t len,
+		       bool frame_start, uint64_t ts_first, uint64_t ts)
+{
+	struct conn_decoder *c = ctx;
+	half_data(c, stream_get(c, sid), dir, data, len, frame_start, ts_first, ts);
+}
+
+static void h2_on_end_stream(void *ctx, int dir, uint32_t sid, uint64_t ts)
+{
+	struct conn_decoder *c = ctx;
+	struct stream *s = stream_find(c, sid);
+	if (!s)
+		return;
+	half_end(c, s, dir, ts ? ts : s->half[dir].ts_last);
+	stream_maybe_done(c, s);
+}
+
+static void h2_on_rst_stream(void *ctx, int dir, uint32_t sid, uint32_t error, uint64_t ts)
+{
+	struct conn_decoder *c = ctx;
+	struct stream *s = stream_find(c, sid);
+	struct decoded_msg *m = msg_begin(c, s, dir, DECODED_STREAM_RESET, false);
+
+	m->stream_id = sid;
+	m->error_code = error;
+	m->ts_first_ns = m->ts_last_ns = ts;
+	m->incomplete = false;
+	emit(c, m);
+	if (s)
+		stream_release(c, s);
+}
+
+static void h2_on_goaway(void *ctx, int dir, uint32_t last, uint32_t error, uint64_t ts)
+{
+	struct conn_decoder *c = ctx;
+	struct decoded_msg *m = msg_begin(c, NULL, dir, DECODED_GOAWAY, false);
+	m->stream_id = last;
+	m->error_code = error;
+	m->ts_first_ns = m->ts_last_ns = ts;
+	emit(c, m);
+}
+
+static void mark_lost(struct conn_decoder *c, int dir, uint32_t sid)
+{
+	c->unreliable = true;
+	for (int i = 0; i < DECODE_MAX_STREAMS; i++) {
+		struct stream *s = &c->streams[i];
+		if (!s->used || (sid && s->id != sid))
+			continue;
+		s->half[dir].lost = true;
+		lp_framer__lose(&s->half[dir].framer);
+	}
+}
+
+static void h2_on_lost(void *ctx, int dir, uint32_t sid)
+{
+	struct conn_decoder *c = ctx;
+	mark_lost(c, dir, sid);
+	header_block_reset(c);
+}
+
+static const struct h2_callbacks h2_cbs = {
+	.on_header = h2_on_header,
+	.on_headers_end = h2_on_headers_end,
+	.on_data = h2_on_data,
+	.on_end_stream = h2_on_end_stream,
+	.on_rst_stream = h2_on_rst_stream,
+	.on_goaway = h2_on_goaway,
+	.on_lost = h2_on_lost,
+};
+
+/* HTTP/1.1 callbacks: each request/response pair is a "stream" numbered from 1. */
+
+static void h1_on_start(void *ctx, int dir, const struct http1_start *st, uint64_t ts)
+{
+	struct conn_decoder *c = ctx;
+	uint32_t id;
+
+	header_block_reset(c);
+	if (st->request) {
+		if (c->client_dir < 0)
+			c->client_dir = dir;
+		id = ++c->h1_next_request;
+		snprintf(c->hdr.method, sizeof(c->hdr.method), "%s", st->method);
+		redact__path(st->target, strlen(st->target), c->hdr.path, sizeof(c->hdr.path));
+		c->hdr_has_method = true;
+	} else {
+		if (c->client_dir < 0)
+			c->client_dir = !dir;
+		id = ++c->h1_next_response;
+		if (id > c->h1_next_request)
+			c->h1_next_request = id;
+		c->hdr.status = st->status;
+		c->hdr_has_status = !st->resynced_body;
+	}
+	c->h1_current[dir] = id;
+	struct stream *s = stream_get(c, id);
+	s->half[dir].ts_first = ts;
+	s->half[dir].started = true;
+	if (st->resynced_body) {
+		s->half[dir].mode = BODY_MODE_SNIFF;
+		s->half[dir].started = false;
+	}
+}
+
+static void h1_on_header(void *ctx, int dir, const char *name, size_t nlen, const char *value,
+			 size_t vlen)
+{
+	(void)dir;
+	header_field(ctx, name, nlen, value, vlen, 0);
+}
+
+static void h1_on_headers_end(void *ctx, int dir, uint64_t ts)
+{
+	struct conn_decoder *c = ctx;
+	struct stream *s = stream_find(c, c->h1_current[dir]);
+	if (!s)
+		return;
+	if (c->hdr_has_method || c->hdr_has_status)
+		headers_done(c, s, dir, false, s->half[dir].ts_first, ts);
+	header_block_reset(c);
+}
+
+static void h1_on_body(void *ctx, int dir, const uint8_t *data, size_t len, uint64_t ts)
+{
+	struct conn_decoder *c = ctx;
+	struct stream *s = stream_find(c, c->h1_current[dir]);
+	if (!s)
+		return;
+	/* Each body piece may start a message of a stream we resynchronised on. */
+	bool frame_start = s->half[dir].mode == BODY_MODE_SNIFF || !s->half[dir].body_len;
+	half_data(c, s, dir, data, len, frame_start, ts, ts);
+}
+
+static void h1_on_end(void *ctx, int dir, uint64_t ts)
+{
+	struct conn_decoder *c = ctx;
+	struct stream *s = stream_find(c, c->h1_current[dir]);
+	if (!s)
+		return;
+	half_end(c, s, dir, ts);
+	stream_maybe_done(c, s);
+}
+
+static void h1_on_lost(void *ctx, int dir)
+{
+	struct conn_decoder *c = ctx;
+	mark_lost(c, dir, c->h1_current[dir]);
+}
+
+static const struct http1_callbacks h1_cbs = {
+	.on_start = h1_on_start,
+	.on_header = h1_on_header,
+	.on_headers_end = h1_on_headers_end,
+	.on_body = h1_on_body,
+	.on_end = h1_on_end,
+	.on_lost = h1_on_lost,
+};
+
+/* Connection */
+
+struct conn_decoder *conn_decoder__new(conn_decoder_cb cb, void *ctx)
+{
+	struct conn_decoder *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->cb = cb;
+	c->ctx = ctx;
+	c->client_dir = -1;
+	h2_conn__init(&c->h2, &h2_cbs, c);
+	http1_conn__init(&c->h1, &h1_cbs, c);
+	header_block_reset(c);
+	return c;
+}
+
+void conn_decoder__free(struct conn_decoder *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < DECODE_MAX_STREAMS; i++)
+		stream_free_buffers(&c->streams[i]);
+	h2_conn__free(&c->h2);
+	free(c);
+}
+
+/* Hands bytes to the protocol layer. A direction begins there from the start when its first byte
+ * is the connection's first in that direction (offset 0, nothing lost), else resynchronising. */
+static void proto_feed(struct conn_decoder *c, int dir, uint64_t off, const uint8_t *buf,
+		       size_t len, uint64_t ts)
+{
+	if (!c->begun[dir]) {
+		bool from_start = off == 0 && !c->lost_before[dir];
+		c->begun[dir] = true;
+		if (!from_start)
+			c->unreliable = true;
+		if (c->proto == CONN_PROTO_H2)
+			h2_conn__begin(&c->h2, dir, from_start);
+		else
+			http1_conn__begin(&c->h1, dir, from_start);
+	}
+	if (c->proto == CONN_PROTO_H2)
+		h2_conn__feed(&c->h2, dir, buf, len, ts);
+	else if (c->proto == CONN_PROTO_HTTP1)
+		http1_conn__feed(&c->h1, dir, buf, len, ts);
+}
+
+static void proto_begin(struct conn_decoder *c, enum conn_proto proto)
+{
+	c->proto = proto;
+	c->stats.proto = proto;
+	for (int d = 0; d < 2; d++) {
+		uint32_t n = c->detect_len[d];
+		c->detect_len[d] = 0;
+		if (n)
+			proto_feed(c, d, c->detect_offset[d], c->detect[d], n, c->detect_ts[d]);
+	}
+}
+
+/* Looks at the first bytes of a direction to pick the protocol. */
+static void detect(struct conn_decoder *c, int dir)
+{
+	const uint8_t *b = c->detect[dir];
+	uint32_t n = c->detect_len[dir];
+	bool at_start = c->detect_offset[dir] == 0 && !c->lost_before[dir];
+
+	if (n >= H2_PREFACE_LEN && !memcmp(b, H2_PREFACE, H2_PREFACE_LEN)) {
+		c->client_dir = dir;
+		proto_begin(c, CONN_PROTO_H2);
+		return;
+	}
+	if (n < H2_PREFACE_LEN && !memcmp(b, H2_PREFACE, n) && at_start)
+		return;	/* wait for the rest of the preface */
+	int h1 = http1__sniff(b, n);
+	if (h1) {
+		c->client_dir = h1 == 1 ? dir : !dir;
+		proto_begin(c, CONN_PROTO_HTTP1);
+		return;
+	}
+	if (n >= H2_FRAME_HEADER_LEN && h2__looks_like_frames(b, n)) {
+		proto_begin(c, CONN_PROTO_H2);
+		return;
+	}
+	if (n < 16 && at_start)
+		return;
+	/* Mid-connection: scan for frames; the control plane speaks HTTP/2. */
+	if (n >= DETECT_MAX || !at_start) {
+		for (uint32_t i = 1; i + H2_FRAME_HEADER_LEN <= n; i++) {
+			if (h2__looks_like_frames(b + i, n - i)) {
+				proto_begin(c, CONN_PROTO_H2);
+				return;
+			}
+			if ((b[i - 1] == '\n') && http1__sniff(b + i, n - i)) {
+				proto_begin(c, CONN_PROTO_HTTP1);
+				return;
+			}
+		}
+		if (n >= DETECT_MAX)
+			proto_begin(c, CONN_PROTO_H2);
+	}
+}
+
+int conn_decoder__gap(struct conn_decoder *c, int dir, uint64_t missing)
+{
+	if (!c || dir < 0 || dir > 1)
+		return -EINVAL;
+	if (!missing)
+		return 0;
+	c->stats.gaps++;
+	c->stats.bytes_lost += missing;
+	c->unreliable = true;
+	c->next_offset[dir] += missing;
+	c->seen[dir] = true;
+	if (c->proto == CONN_PROTO_H2)
+		h2_conn__lose(&c->h2, dir, missing);
+	else if (c->proto == CONN_PROTO_HTTP1)
+		http1_conn__lose(&c->h1, dir, missing);
+	else {
+		c->detect_len[dir] = 0;	/* detection starts over on what follows */
+		c->lost_before[dir] = true;
+	}
+	if (!c->begun[dir])
+		c->lost_before[dir] = true;
+	return 0;
+}
+
+int conn_decoder__feed(struct conn_decoder *c, int dir, uint64_t off, const void *data, size_t len,
+		       uint64_t ts)
+{
+	const uint8_t *buf = data;
+
+	if (!c || dir < 0 || dir > 1 || (!buf && len))
+		return -EINVAL;
+	if (!c->seen[dir]) {
+		c->seen[dir] = true;
+		c->next_offset[dir] = off;
+		if (off)
+			c->unreliable = true;
+	}
+	if (off > c->next_offset[dir])
+		conn_decoder__gap(c, dir, off - c->next_offset[dir]);
+	if (off < c->next_offset[dir]) {
+		uint64_t dup = c->next_offset[dir] - off;
+		if (dup >= len)
+			return 0;
+		buf += dup;
+		len -= (size_t)dup;
+	}
+	c->next_offset[dir] += len;
+	c->stats.bytes[dir] += len;
+	if (!len)
+		return 0;
+	off = c->next_offset[dir] - len;
+	if (c->proto != CONN_PROTO_UNKNOWN) {
+		proto_feed(c, dir, off, buf, len, ts);
+		return 0;
+	}
+	while (len && c->proto == CONN_PROTO_UNKNOWN) {
+		size_t n = DETECT_MAX - c->detect_len[dir];
+		if (n > len)
+			n = len;
+		if (!c->detect_len[dir]) {
+			c->detect_ts[dir] = ts;
+			c->detect_offset[dir] = off;
+		}
+		memcpy(c->detect[dir] + c->detect_len[dir], buf, n);
+		c->detect_len[dir] += (uint32_t)n;
+		buf += n;
+		len -= n;
+		off += n;
+		detect(c, dir);
+	}
+	if (len)
+		proto_feed(c, dir, off, buf, len, ts);
+	return 0;
+}
+
+void conn_decoder__close(struct conn_decoder *c, uint64_t ts)
+{
+	if (c && c->proto == CONN_PROTO_HTTP1)
+		for (int d = 0; d < 2; d++)
+			http1_conn__close(&c->h1, d, ts);
+}
+
+void conn_decoder__stats(const struct conn_decoder *c, struct conn_decoder_stats *st)
+{
+	*st = c->stats;
+	st->client_dir = c->client_dir;
+	st->resyncs = c->h2.dir[0].resyncs + c->h2.dir[1].resyncs + c->h1.dir[0].resyncs +
+		      c->h1.dir[1].resyncs;
+	st->bytes_skipped = c->h2.dir[0].bytes_skipped + c->h2.dir[1].bytes_skipped +
+			    c->h1.dir[0].bytes_skipped + c->h1.dir[1].bytes_skipped;
+}

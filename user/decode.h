@@ -1,0 +1,158 @@
+/* One connection's decoder: ordered bytes per direction in, typed messages out.
+ *
+ * Feed it what the capture saw of a connection, per direction (0: written by the traced process,
+ * 1: read by it), with the stream offset of each chunk and its timestamp; report bytes the
+ * capture lost with conn_decoder__gap(). It detects HTTP/2 (with or without the preface, or from
+ * frames met mid-connection) or HTTP/1.1, which side is the client, and gRPC on HTTP/2, and calls
+ * back with requests, responses, gRPC messages and watch events whose bodies are decoded as
+ * Kubernetes objects or etcd messages. Header values are redacted before they leave; Secrets and
+ * values under /registry/secrets/ are never decoded.
+ *
+ * Everything is bounded: header fields and bodies are cut at fixed caps, a connection tracks at
+ * most DECODE_MAX_STREAMS streams (the least recently used is dropped), and no memory is
+ * allocated per byte: buffers grow per message, to a cap. */
+#ifndef BINDTRACE_DECODE_H
+#define BINDTRACE_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etcd.h"
+#include "k8s.h"
+
+#define DECODE_MAX_STREAMS 128
+#define DECODE_MAX_BODY (4u << 20)	/* bodies kept whole for decoding */
+#define DECODE_METHOD_MAX 16
+#define DECODE_PATH_MAX 512
+#define DECODE_AUTHORITY_MAX 256
+#define DECODE_CONTENT_TYPE_MAX 128
+#define DECODE_USER_AGENT_MAX 256
+#define DECODE_GRPC_MESSAGE_MAX 256
+
+enum conn_dir {
+	CONN_DIR_OUT = 0,	/* written by the traced process */
+	CONN_DIR_IN = 1,	/* read by it */
+};
+
+enum conn_proto {
+	CONN_PROTO_UNKNOWN = 0,
+	CONN_PROTO_H2,
+	CONN_PROTO_HTTP1,
+};
+
+enum decoded_kind {
+	DECODED_NONE = 0,
+	DECODED_REQUEST,	/* an HTTP request, when complete (body decoded) */
+	DECODED_RESPONSE,	/* an HTTP response, when complete; a watch response at its headers */
+	DECODED_GRPC_REQUEST,	/* one gRPC request message */
+	DECODED_GRPC_RESPONSE,	/* a unary gRPC response at its trailers; a streamed one per message */
+	DECODED_WATCH_EVENT,	/* one Kubernetes watch event (one per Table row) */
+	DECODED_ETCD_WATCH_EVENT,	/* one event of an etcd WatchResponse */
+	DECODED_STREAM_RESET,	/* RST_STREAM on a stream */
+	DECODED_GOAWAY,		/* GOAWAY: streams above stream_id were not processed */
+};
+
+enum decoded_body_kind {
+	BODY_NONE = 0,
+	BODY_K8S,			/* body.k8s */
+	BODY_K8S_WATCH_EVENT,		/* body.watch */
+	BODY_ETCD_TXN,			/* body.txn */
+	BODY_ETCD_TXN_RESPONSE,		/* body.txn_response */
+	BODY_ETCD_RANGE,		/* body.range */
+	BODY_ETCD_RANGE_RESPONSE,	/* body.range_response */
+	BODY_ETCD_WATCH_REQUEST,	/* body.watch_request */
+	BODY_ETCD_WATCH_RESPONSE,	/* body.etcd_watch.response (no events: created, canceled...) */
+	BODY_ETCD_WATCH_EVENT,		/* body.etcd_watch.response + .event */
+	BODY_UNDECODED,			/* present but not understood, compressed, cut or too large */
+};
+
+/* The HTTP context of a message: a request carries its own headers, a response or watch event
+ * those of the request it answers plus its status. Values are redacted. */
+struct decoded_http {
+	char method[DECODE_METHOD_MAX];
+	char path[DECODE_PATH_MAX];
+	char authority[DECODE_AUTHORITY_MAX];
+	char content_type[DECODE_CONTENT_TYPE_MAX];	/* of this message's body */
+	char user_agent[DECODE_USER_AGENT_MAX];
+	int status;		/* :status / status line; 0 unknown */
+	int grpc_status;	/* -1 when absent */
+	char grpc_message[DECODE_GRPC_MESSAGE_MAX];
+};
+
+struct decoded_msg {
+	enum decoded_kind kind;
+	enum conn_proto proto;
+	enum conn_dir dir;	/* the direction the message travelled */
+	bool from_client;	/* sent by the connection's client */
+	bool client_known;	/* from_client is known, not guessed */
+	bool unreliable;	/* the connection started mid-way or lost bytes before this */
+	bool incomplete;	/* this message's own bytes or headers were partly lost */
+	bool streaming;		/* a watch or streaming-gRPC response: events follow */
+	uint32_t stream_id;	/* HTTP/2 stream; HTTP/1.1: request number on the connection */
+	uint64_t ts_first_ns;	/* chunk that carried the message's first byte */
+	uint64_t ts_last_ns;	/* chunk that completed it */
+	uint32_t error_code;	/* STREAM_RESET, GOAWAY */
+	struct decoded_http http;
+	uint64_t body_len;	/* bytes of this message's body (gRPC: of the message) */
+	bool body_truncated;
+	enum decoded_body_kind body_kind;
+	union {
+		struct k8s_object k8s;
+		struct k8s_watch_event watch;
+		struct etcd_txn txn;
+		struct etcd_txn_response txn_response;
+		struct etcd_range_request range;
+		struct etcd_range_response range_response;
+		struct etcd_watch_request watch_request;
+		struct {
+			struct etcd_watch_response response;
+			struct etcd_watch_event event;
+		} etcd_watch;
+	} body;
+};
+
+/* The message and everything it points to live only for the call. */
+typedef void (*conn_decoder_cb)(const struct decoded_msg *msg, void *ctx);
+
+struct conn_decoder_stats {
+	enum conn_proto proto;
+	int client_dir;		/* -1 unknown */
+	uint64_t bytes[2];
+	uint64_t gaps;
+	uint64_t bytes_lost;	/* reported by gaps */
+	uint64_t bytes_skipped;	/* not decodable (resync, malformed) */
+	uint64_t resyncs;
+	uint64_t messages;
+	uint64_t streams_evicted;
+	uint64_t decode_errors;
+};
+
+struct conn_decoder;
+
+/* NULL and errno set on failure. */
+struct conn_decoder *conn_decoder__new(conn_decoder_cb cb, void *ctx);
+void conn_decoder__free(struct conn_decoder *dec);
+
+/* Ordered bytes of one direction. stream_offset is the offset of buf[0] in that direction's byte
+ * stream: a jump forward is a gap, bytes already seen are skipped. The first chunk of a direction
+ * at offset 0 means the connection is seen from its start. Returns 0 or -EINVAL. */
+int conn_decoder__feed(struct conn_decoder *dec, int dir, uint64_t stream_offset, const void *buf,
+		       size_t len, uint64_t ts_ns);
+/* missing_bytes of dir were not captured (ring buffer drops, unreadable user memory). */
+int conn_decoder__gap(struct conn_decoder *dec, int dir, uint64_t missing_bytes);
+/* The connection closed: completes a response read until close. */
+void conn_decoder__close(struct conn_decoder *dec, uint64_t ts_ns);
+void conn_decoder__stats(const struct conn_decoder *dec, struct conn_decoder_stats *stats);
+
+/* Replays a capture file in the shape of `bindtrace capture --json` (one conn_decoder per "conn"),
+ * cutting chunks into pieces of at most max_piece bytes when non-zero. Fills *total with the
+ * summed connection statistics when not NULL. Implemented in cmd_decode.c. */
+int decode__replay_file(const char *path, size_t max_piece, conn_decoder_cb cb, void *ctx,
+			uint64_t *conn_id, struct conn_decoder_stats *total);
+
+const char *decoded_kind__name(enum decoded_kind kind);
+const char *decoded_body_kind__name(enum decoded_body_kind kind);
+const char *conn_proto__name(enum conn_proto proto);
+
+#endif
