@@ -1,0 +1,3 @@
+module bindtrace.test/payload
+
+go 1.21
