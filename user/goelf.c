@@ -1271,8 +1271,10 @@ static int func__bounds(struct go_binary *gb, const char *name, uint64_t *entry,
 		gb_error(gb, "%s not found in the pclntab", name);
 		return -ENOENT;
 	}
-	*entry = gb->ti.text_base + ftab_entryoff(gb, idx);
-	*end = gb->ti.text_base + ftab_entryoff(gb, idx + 1);
+	if (entry)
+		*entry = gb->ti.text_base + ftab_entryoff(gb, idx);
+	if (end)
+		*end = gb->ti.text_base + ftab_entryoff(gb, idx + 1);
 	return 0;
 }
 

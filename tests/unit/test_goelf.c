@@ -1,0 +1,413 @@
+/* goelf and x86ret: table-driven checks of the pieces (pcvalue tables, version strings, x86
+ * decoding of RET sites and Go's stack-check prologue), then, when the Go fixtures are built
+ * (directory in argv[1] or $BINDTRACE_GOFIXTURES), the API on every fixture build and the
+ * refusal of truncated, corrupted, non-Go, too-old and missing files, under ASan/UBSan. */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "goelf.h"
+#include "x86ret.h"
+
+static void test_version_parse(void)
+{
+	static const struct {
+		const char *in;
+		int major, minor, patch;
+	} cases[] = {
+		{ "go1.21.13", 1, 21, 13 },
+		{ "go1.26.8", 1, 26, 8 },
+		{ "go1.22", 1, 22, 0 },
+		{ "go1.23rc2", 1, 23, 0 },
+		{ "go1.24.4 X:boringcrypto", 1, 24, 4 },
+		{ "go1.16.15", 1, 16, 15 },
+		{ "devel go1.25-abcdef", -1, -1, -1 },
+		{ "", -1, -1, -1 },
+		{ "gox", -1, -1, -1 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ma, mi, pa;
+
+		go_version__parse(cases[i].in, &ma, &mi, &pa);
+		CHECK(ma == cases[i].major && mi == cases[i].minor && pa == cases[i].patch,
+		      "%s: got %d.%d.%d", cases[i].in, ma, mi, pa);
+	}
+}
+
+/* pcvalue tables as the Go linker writes them: (zigzag value delta, pc delta / minLC) varint
+ * pairs, ended by a zero value delta after the first pair. */
+static void test_pcvalue(void)
+{
+	/* value -1 +11 = 10 for pc [0x100,0x110); +2 = 12 for [0x110,0x130); -3 = 9 until 0x1b0 */
+	static const uint8_t table[] = { 22, 0x10, 4, 0x20, 5, 0x80, 0x01, 0 };
+	static const struct {
+		uint64_t pc;
+		int err;
+		int32_t value;
+	} cases[] = {
+		{ 0x100, 0, 10 }, { 0x10f, 0, 10 }, { 0x110, 0, 12 },	   { 0x12f, 0, 12 },
+		{ 0x130, 0, 9 },  { 0x1af, 0, 9 },  { 0x1b0, -ENOENT, 0 }, { 0xff, -ENOENT, 0 },
+	};
+	int32_t v;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int err = go_pcvalue__lookup(table, sizeof(table), 0x100, cases[i].pc, 1, &v);
+
+		CHECK_INT(err, cases[i].err);
+		if (!err && !cases[i].err)
+			CHECK(v == cases[i].value, "pc 0x%lx: got %d want %d",
+			      (unsigned long)cases[i].pc, v, cases[i].value);
+	}
+	/* Truncated in the middle of a varint, and a varint longer than 64 bits: errors, no read
+	 * past the end (ASan watches). */
+	static const uint8_t cut[] = { 22, 0x10, 4, 0x80 };
+	static const uint8_t endless[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+					   0xff, 0xff, 0xff, 0xff, 0xff };
+
+	CHECK_INT(go_pcvalue__lookup(cut, sizeof(cut), 0x100, 0x1000, 1, &v), -EINVAL);
+	CHECK_INT(go_pcvalue__lookup(endless, sizeof(endless), 0, 5, 1, &v), -EINVAL);
+	CHECK_INT(go_pcvalue__lookup(table, 0, 0, 5, 1, &v), -EINVAL);
+	/* minLC scales pc deltas */
+	CHECK_INT(go_pcvalue__lookup(table, sizeof(table), 0, 0x3f, 4, &v), 0);
+	CHECK_INT(v, 10);
+}
+
+static void test_x86(void)
+{
+	/* mov eax, 0xc3c3c3c3; ret; int3: the 0xC3 bytes of the immediate are not RETs. */
+	static const uint8_t imm[] = { 0xb8, 0xc3, 0xc3, 0xc3, 0xc3, 0xc3, 0xcc };
+	/* cmp rsp, [r14+0x10]; jbe +0; ret; jmp -> outside (tail call); ret 8 */
+	static const uint8_t go[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x00, 0xc3, 0xe9,
+				      0x00, 0x10, 0x00, 0x00, 0xc2, 0x08, 0x00 };
+	/* lea r12, [rsp-0x18]; cmp r12, [r14+0x10] */
+	static const uint8_t big[] = { 0x4c, 0x8d, 0x64, 0x24, 0xe8, 0x4d, 0x3b, 0x66, 0x10 };
+	/* push rbp; mov rbp, rsp: a C prologue */
+	static const uint8_t c[] = { 0x55, 0x48, 0x89, 0xe5, 0xc3 };
+	static const uint8_t bad[] = { 0x90, 0x0f, 0x0b, 0x06 }; /* nop; ud2; (invalid in 64-bit) */
+	struct x86ret_scan scan;
+	uint64_t rets[4];
+	char text[256];
+
+	CHECK_INT(x86ret__scan(imm, sizeof(imm), 0x1000, rets, 4, &scan), 0);
+	CHECK_INT(scan.n_rets, 1);
+	CHECK_INT(rets[0], 0x1005);
+	CHECK_INT(scan.n_insns, 3);
+
+	CHECK_INT(x86ret__scan(go, sizeof(go), 0x2000, rets, 4, &scan), 0);
+	CHECK_INT(scan.n_rets, 2);
+	CHECK_INT(rets[0], 0x2006);
+	CHECK_INT(rets[1], 0x200c);
+	CHECK_INT(scan.n_exits, 1);
+	CHECK_INT(scan.first_exit, 0x2007);
+	CHECK_INT(x86ret__scan(go, sizeof(go), 0x2000, rets, 1, &scan), -ENOSPC);
+	CHECK_INT(scan.n_rets, 2);
+
+	CHECK(x86ret__is_boundary(go, sizeof(go), 0x2000, 0x2004), "jbe starts at +4");
+	CHECK(!x86ret__is_boundary(go, sizeof(go), 0x2000, 0x2003), "+3 is mid cmp");
+	CHECK(!x86ret__is_boundary(go, sizeof(go), 0x2000, 0x2000 + sizeof(go)), "end is outside");
+	CHECK(!x86ret__is_boundary(imm, sizeof(imm), 0x1000, 0x1002), "mid-immediate 0xC3");
+
+	CHECK(x86ret__go_stack_check(go, sizeof(go), 0x2000, text, sizeof(text)), "%s", text);
+	CHECK(x86ret__go_stack_check(big, sizeof(big), 0x2000, text, sizeof(text)), "%s", text);
+	CHECK(strstr(text, "r14") != NULL, "text: %s", text);
+	CHECK(!x86ret__go_stack_check(c, sizeof(c), 0x2000, text, sizeof(text)), "%s", text);
+	CHECK(!x86ret__go_stack_check(go + 1, sizeof(go) - 1, 0x2001, text, sizeof(text)),
+	      "off by one: %s", text);
+
+	CHECK_INT(x86ret__scan(bad, sizeof(bad), 0x3000, rets, 4, &scan), -EILSEQ);
+	CHECK_INT(scan.bad_insn, 0x3003);
+	CHECK_INT(x86ret__format(imm, sizeof(imm), 0x1000, text, sizeof(text)), 5);
+	CHECK(strstr(text, "mov") != NULL, "format: %s", text);
+}
+
+static uint8_t *read_file(const char *path, size_t *size)
+{
+	struct stat st;
+	uint8_t *buf;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !(buf = malloc((size_t)st.st_size))) {
+		close(fd);
+		return NULL;
+	}
+	if (read(fd, buf, (size_t)st.st_size) != st.st_size) {
+		free(buf);
+		buf = NULL;
+	}
+	close(fd);
+	*size = (size_t)st.st_size;
+	return buf;
+}
+
+static const char *const tls_funcs[] = { "crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read" };
+
+/* The API on one good build: functions, RETs as boundaries, offsets, bias, lines. */
+static void check_fixture(const char *path)
+{
+	struct go_binary *gb;
+	char why[512];
+
+	gb = go_binary__open(path, why, sizeof(why));
+	CHECK(gb != NULL, "%s: %s", path, why);
+	if (!gb)
+		return;
+	const struct go_text_info *ti = go_binary__text_info(gb);
+	const struct go_buildinfo *bi = go_binary__buildinfo(gb);
+
+	CHECK(bi->go_major == 1 && bi->go_minor >= 21, "%s: version %s", path, bi->go_version);
+	CHECK_STR(bi->path, "bindtrace.test/gofixtures/tlsfix");
+	CHECK(bi->n_deps == 1 && bi->deps[0].replace &&
+		  strcmp(bi->deps[0].replace->path, "./payload") == 0,
+	      "%s: replaced dependency", path);
+	CHECK(ti->n_funcs > 1000, "%s: %lu functions", path, (unsigned long)ti->n_funcs);
+	for (size_t i = 0; i < 2; i++) {
+		uint64_t entry, end, rets[64];
+		const char *func, *file;
+		int line, n;
+
+		CHECK_INT(go_binary__func(gb, tls_funcs[i], &entry, &end), 0);
+		CHECK(entry >= ti->exec_vaddr && end <= ti->exec_vaddr + ti->exec_filesz &&
+			  entry < end,
+		      "%s: %s bounds", path, tls_funcs[i]);
+		n = go_binary__ret_sites(gb, tls_funcs[i], rets, 64);
+		CHECK(n > 0, "%s: %s: %d %s", path, tls_funcs[i], n, go_binary__last_error(gb));
+		CHECK_INT(go_binary__ret_sites(gb, tls_funcs[i], NULL, 0), n);
+		if (n > 1)
+			CHECK_INT(go_binary__ret_sites(gb, tls_funcs[i], rets, 1), -ENOSPC);
+		n = go_binary__ret_sites(gb, tls_funcs[i], rets, 64);
+		for (int j = 0; j < n; j++) {
+			CHECK(rets[j] > entry && rets[j] < end, "ret in function");
+			CHECK_INT(go_binary__check_probe(gb, tls_funcs[i], rets[j]), 0);
+		}
+		CHECK_INT(go_binary__check_probe(gb, tls_funcs[i], entry), 0);
+		CHECK_INT(go_binary__check_probe(gb, tls_funcs[i], entry + 1), -EILSEQ);
+		CHECK_INT(go_binary__check_probe(gb, tls_funcs[i], end), -ERANGE);
+		CHECK_INT(go_binary__file_offset(gb, entry),
+			  (int64_t)(entry - ti->exec_vaddr + ti->exec_offset));
+		CHECK_INT(go_binary__file_offset(gb, ti->exec_vaddr + ti->exec_filesz), -ERANGE);
+
+		CHECK_INT(go_binary__pc_to_line(gb, entry, 0, &func, &file, &line), 0);
+		CHECK_STR(func, tls_funcs[i]);
+		CHECK(strstr(file, "crypto/tls/conn.go") != NULL, "file %s", file);
+		CHECK(line > 100, "line %d", line);
+		/* The same PC as seen in a PIE loaded at a bias: same answer. */
+		if (ti->pie) {
+			uint64_t map_start = 0x7f0000000000ull + ti->exec_offset, bias;
+
+			bias = go_binary__load_bias(gb, map_start, ti->exec_offset & ~0xfffull);
+			CHECK_INT(go_binary__pc_to_line(gb, entry + bias, bias, &func, NULL, NULL),
+				  0);
+			CHECK_STR(func, tls_funcs[i]);
+		} else {
+			CHECK_INT(go_binary__load_bias(gb, ti->exec_vaddr & ~0xfffull,
+						       ti->exec_offset & ~0xfffull),
+				  0);
+		}
+	}
+	CHECK_INT(go_binary__func(gb, "crypto/tls.(*Conn).Nope", NULL, NULL), -ENOENT);
+	CHECK_INT(go_binary__pc_to_line(gb, 0x10, 0, NULL, NULL, NULL), -ENOENT);
+	go_binary__close(gb);
+}
+
+static void expect_refused(const char *what, const void *data, size_t size, const char *reason)
+{
+	char why[512] = "";
+	struct go_binary *gb = go_binary__open_mem(data, size, why, sizeof(why));
+
+	CHECK(!gb, "%s: accepted", what);
+	go_binary__close(gb);
+	if (reason)
+		CHECK(strstr(why, reason) != NULL, "%s: reason \"%s\", want \"%s\"", what, why,
+		      reason);
+	CHECK(why[0] != '\0', "%s: empty reason", what);
+}
+
+static size_t find(const uint8_t *buf, size_t size, const void *needle, size_t n)
+{
+	for (size_t i = 0; i + n <= size; i++)
+		if (memcmp(buf + i, needle, n) == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Damaged copies of a good build: refused with a reason or still right, never a crash. */
+static void check_damage(const char *path)
+{
+	static const uint8_t pcln_magic[] = { 0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8 };
+	size_t size, at;
+	uint8_t *good = read_file(path, &size), *bad;
+	char why[512];
+
+	CHECK(good != NULL, "read %s", path);
+	if (!good)
+		return;
+	bad = malloc(size);
+	/* Truncations: at every eighth of the file and inside the headers. */
+	for (int k = 0; k < 8; k++) {
+		size_t cut = size / 8 * (size_t)k + (k ? 0 : 1);
+
+		expect_refused("truncated", good, cut, NULL);
+	}
+	expect_refused("truncated ELF header", good, 40, NULL);
+	expect_refused("not ELF", "#!/bin/sh\necho hi\n", 18, "not an ELF file");
+
+	at = find(good, size, pcln_magic, sizeof(pcln_magic));
+	CHECK(at != SIZE_MAX, "pclntab magic in %s", path);
+	if (at != SIZE_MAX) {
+		/* nfunc zero, nfunc huge, an offset past the end, minLC wrong: refused. */
+		static const struct {
+			size_t off;
+			uint64_t value;
+			size_t len;
+			const char *reason;
+		} pokes[] = {
+			{ 8, 0, 8, "implausible counts" }, { 8, 1u << 30, 8, "implausible counts" },
+			{ 64, 1ull << 40, 8, "outside" },  { 32, 3, 8, "outside" },
+			{ 6, 3, 1, "not sane" },	   { 0, 0xfffffffb, 4, "Go 1.2-1.15" },
+		};
+		for (size_t i = 0; i < sizeof(pokes) / sizeof(pokes[0]); i++) {
+			memcpy(bad, good, size);
+			memcpy(bad + at + pokes[i].off, &pokes[i].value, pokes[i].len);
+			expect_refused("poked pclntab header", bad, size, pokes[i].reason);
+		}
+		/* Random damage to the header and the start of the tables: either refused, or
+		 * still resolving the same functions inside the executable segment. */
+		srand(42);
+		for (int i = 0; i < 60; i++) {
+			memcpy(bad, good, size);
+			for (int j = 0; j < 4; j++)
+				bad[at + (size_t)(rand() % 4096)] = (uint8_t)rand();
+			struct go_binary *gb = go_binary__open_mem(bad, size, why, sizeof(why));
+
+			if (gb) {
+				uint64_t entry, end, rets[64];
+				const char *f, *file;
+				int line;
+
+				if (!go_binary__func(gb, tls_funcs[0], &entry, &end)) {
+					go_binary__ret_sites(gb, tls_funcs[0], rets, 64);
+					go_binary__pc_to_line(gb, entry + 7, 0, &f, &file, &line);
+				}
+				go_binary__close(gb);
+			}
+		}
+	}
+	/* A text base that is off: runtime.text + 1 puts every entry mid-instruction. */
+	at = find(good, size, "\xff Go buildinf:", 14);
+	CHECK(at != SIZE_MAX, "buildinfo in %s", path);
+	if (at != SIZE_MAX) {
+		memcpy(bad, good, size);
+		memcpy(bad + at + 35, "1.16", 4); /* go1.2x.y -> go1.16.y */
+		expect_refused("go1.16 buildinfo", bad, size, "needs Go 1.17 or newer");
+		memcpy(bad, good, size);
+		bad[at + 32] = 0xff; /* version length varint runs past the end */
+		bad[at + 33] = 0xff;
+		expect_refused("corrupt buildinfo", bad, size, NULL);
+	}
+	free(bad);
+	free(good);
+}
+
+/* The text base is validated: a binary whose pcHeader.textStart is shifted must be refused. */
+static void check_shifted_base(const char *path)
+{
+	static const uint8_t pcln_magic[] = { 0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8 };
+	size_t size, at;
+	uint8_t *img = read_file(path, &size);
+	uint64_t text;
+
+	if (!img)
+		return;
+	at = find(img, size, pcln_magic, sizeof(pcln_magic));
+	memcpy(&text, img + at + 24, 8);
+	if (at != SIZE_MAX && text) {
+		uint64_t pcln_vaddr = 0;
+		char why[512];
+		struct go_binary *gb = go_binary__open_mem(img, size, why, sizeof(why));
+
+		if (gb) {
+			pcln_vaddr = go_binary__text_info(gb)->pclntab_vaddr;
+			go_binary__close(gb);
+		}
+		text += 0x40; /* still inside .text, wrong */
+		memcpy(img + at + 24, &text, 8);
+		/* moduledata.text still says the truth: caught by the cross-check */
+		expect_refused("shifted textStart", img, size, "disagrees");
+		/* without a moduledata to compare with, runtime.main's code must catch it */
+		uint64_t shoff;
+		uint16_t shnum;
+
+		/* the section headers stay: .gopclntab's sh_addr must still find the table */
+		memcpy(&shoff, img + 0x28, 8);
+		memcpy(&shnum, img + 0x3c, 2);
+		for (size_t i = 0; pcln_vaddr && i + 8 <= size; i += 8) {
+			uint64_t v;
+
+			if (i >= shoff && i < shoff + shnum * 64ull)
+				continue;
+			memcpy(&v, img + i, 8);
+			if (v == pcln_vaddr)
+				memset(img + i, 0, 8);
+		}
+		expect_refused("shifted textStart, no moduledata", img, size,
+			       "does not begin with Go's stack check");
+	}
+	free(img);
+}
+
+static void test_fixtures(const char *dir)
+{
+	char pattern[4096], path[4096];
+	glob_t g;
+	char why[512];
+
+	snprintf(pattern, sizeof(pattern), "%s/go1.2*/*/tlsfix", dir);
+	if (glob(pattern, 0, NULL, &g) == 0) {
+		CHECK(g.gl_pathc >= 4, "%zu fixture builds", g.gl_pathc);
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			check_fixture(g.gl_pathv[i]);
+		globfree(&g);
+	} else {
+		CHECK(0, "no fixtures matching %s", pattern);
+	}
+	snprintf(path, sizeof(path), "%s/go1.24/static/tlsfix", dir);
+	check_damage(path);
+	snprintf(path, sizeof(path), "%s/go1.21/default/tlsfix", dir);
+	check_shifted_base(path);
+
+	snprintf(path, sizeof(path), "%s/go1.16/version/tlsfix", dir);
+	CHECK(!go_binary__open(path, why, sizeof(why)), "go1.16 accepted");
+	CHECK(strcmp(why, "Go 1.16 binary: bindtrace needs Go 1.17 or newer") == 0, "%s", why);
+	snprintf(path, sizeof(path), "%s/go1.16/magic/tlsfix", dir);
+	CHECK(!go_binary__open(path, why, sizeof(why)), "1.16 pclntab accepted");
+	CHECK(strstr(why, "0xfffffffa") != NULL, "%s", why);
+	CHECK(!go_binary__open("/bin/true", why, sizeof(why)), "/bin/true accepted");
+	CHECK(strcmp(why, "not a Go binary: no .go.buildinfo and no Go pclntab") == 0, "%s", why);
+	CHECK(!go_binary__open("/nonexistent/bin", why, sizeof(why)) && errno == ENOENT,
+	      "missing file");
+	CHECK(!go_binary__open("/", why, sizeof(why)) && errno == EISDIR, "directory");
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : getenv("BINDTRACE_GOFIXTURES");
+	struct stat st;
+
+	test_version_parse();
+	test_pcvalue();
+	test_x86();
+	if (dir && stat(dir, &st) == 0)
+		test_fixtures(dir);
+	else
+		printf("test_goelf: Go fixtures not built (tests/gofixtures/build): fixture checks "
+		       "skipped\n");
+	return check_summary("goelf");
+}
