@@ -208,6 +208,66 @@ static int reloc__cmp(const void *a, const void *b)
 	return x->where < y->where ? -1 : x->where > y->where;
 }
 
+static int reloc__add(struct go_binary *gb, size_t *cap, uint64_t where, uint64_t value)
+{
+	if (gb->n_relocs == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 1024;
+		struct reloc *r = realloc(gb->relocs, ncap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		gb->relocs = r;
+		*cap = ncap;
+	}
+	gb->relocs[gb->n_relocs++] = (struct reloc){ where, value };
+	return 0;
+}
+
+/* Without section headers (cut or sstripped), the loader's view: DT_RELA in PT_DYNAMIC. Only
+ * R_X86_64_RELATIVE, which needs no symbol table. */
+static void relocs__load_dynamic(struct go_binary *gb, size_t *cap)
+{
+	uint64_t rela = 0, relasz = 0, relaent = sizeof(Elf64_Rela);
+	size_t n;
+
+	if (elf_getphdrnum(gb->elf, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		const uint8_t *dyn;
+
+		if (!gelf_getphdr(gb->elf, (int)i, &ph) || ph.p_type != PT_DYNAMIC)
+			continue;
+		if (ph.p_offset > gb->size || ph.p_filesz > gb->size - ph.p_offset)
+			return;
+		dyn = gb->image + ph.p_offset;
+		for (uint64_t d = 0; d + 16 <= ph.p_filesz; d += 16) {
+			uint64_t tag = get_u64(dyn + d), val = get_u64(dyn + d + 8);
+
+			if (tag == DT_NULL)
+				break;
+			if (tag == DT_RELA)
+				rela = val;
+			else if (tag == DT_RELASZ)
+				relasz = val;
+			else if (tag == DT_RELAENT)
+				relaent = val;
+		}
+	}
+	if (!rela || relaent != sizeof(Elf64_Rela) || !gb_ptr(gb, rela, relasz))
+		return;
+	const uint8_t *p = gb_ptr(gb, rela, relasz);
+
+	for (uint64_t i = 0; i + sizeof(Elf64_Rela) <= relasz; i += sizeof(Elf64_Rela)) {
+		Elf64_Rela r;
+
+		memcpy(&r, p + i, sizeof(r));
+		if (ELF64_R_TYPE(r.r_info) == R_X86_64_RELATIVE &&
+		    reloc__add(gb, cap, r.r_offset, (uint64_t)r.r_addend))
+			return;
+	}
+}
+
 /* Collect the R_X86_64_RELATIVE and R_X86_64_64 relocations of allocated RELA sections: enough
  * to read the pointers Go's tables hold. (RELR relocations keep the value in place.) */
 static int relocs__load(struct go_binary *gb)
@@ -254,18 +314,12 @@ static int relocs__load(struct go_binary *gb)
 			default:
 				continue;
 			}
-			if (gb->n_relocs == cap) {
-				size_t ncap = cap ? cap * 2 : 1024;
-				struct reloc *r = realloc(gb->relocs, ncap * sizeof(*r));
-
-				if (!r)
-					return -ENOMEM;
-				gb->relocs = r;
-				cap = ncap;
-			}
-			gb->relocs[gb->n_relocs++] = (struct reloc){ rela.r_offset, value };
+			if (reloc__add(gb, &cap, rela.r_offset, value))
+				return -ENOMEM;
 		}
 	}
+	if (!gb->n_relocs)
+		relocs__load_dynamic(gb, &cap);
 	if (gb->n_relocs)
 		qsort(gb->relocs, gb->n_relocs, sizeof(*gb->relocs), reloc__cmp);
 	return 0;
