@@ -59,10 +59,10 @@ static const char inspect_doc[] =
     "\v"
     "EXAMPLES:\n"
     "  bindtrace inspect /usr/local/bin/kube-apiserver\n"
-    "  bindtrace inspect --modules /usr/bin/etcd     # every dependency with its version\n"
+    "  bindtrace inspect --modules /usr/bin/etcd   # all dependencies\n"
     "  bindtrace inspect --json ./server | jq .text_base\n"
     "  bindtrace inspect -f 'net/http.(*conn).serve' ./server\n"
-    "  bindtrace inspect --pc 0x5ad386 ./server      # which function and line is this?\n"
+    "  bindtrace inspect --pc 0x5ad386 ./server    # function, file:line\n"
     "\n"
     "Addresses are link-time virtual addresses; FILE_OFF is what a uprobe takes. Exit status "
     "is 1 when the binary is refused or a function cannot be resolved.";
