@@ -328,6 +328,32 @@ int BPF_KPROBE(tls_read_entry)
 	return 0;
 }
 
+/* A Read already blocked when the tracer attached returns without a recorded entry. Its receiver
+ * and buffer are still in the caller's spill slots (found in the prologue by user space and
+ * passed in the cookie), so its bytes are not lost. */
+static __always_inline int read_ret_from_spills(struct pt_regs *ctx, __u32 tgid, __s64 n)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 sp = ctx->sp, conn = 0, buf = 0, cap = 0, ino = 0;
+	struct conn_state *st = NULL;
+	int fd;
+
+	if (!(cookie >> 24 & 1))
+		return -1;
+	if (bpf_probe_read_user(&conn, 8, (void *)(sp + (cookie & 0xff))) ||
+	    bpf_probe_read_user(&buf, 8, (void *)(sp + (cookie >> 8 & 0xff))) ||
+	    bpf_probe_read_user(&cap, 8, (void *)(sp + (cookie >> 16 & 0xff))))
+		return -1;
+	if (!conn || !buf || (__u64)n > cap)
+		return -1;
+	fd = go_conn_fd(conn, tgid, &st, &ino);
+	if (fd < 0 || !st)
+		return -1;
+	st->flags |= CONN_TLS;
+	emit(st, ino, fd, DIR_IN, SOURCE_TLS, buf, (__u64)n);
+	return 0;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(tls_read_ret)
 {
@@ -342,6 +368,8 @@ int BPF_KPROBE(tls_read_ret)
 		return 0;
 	pr = bpf_map_lookup_elem(&tls_reads, &key);
 	if (!pr) {
+		if (n > 0 && read_ret_from_spills(ctx, tgid, n) == 0)
+			return 0;
 		count(COUNTER_READ_UNMATCHED, 1);
 		return 0;
 	}
@@ -482,27 +510,11 @@ static __always_inline void read_go_string(char *dst, __u16 *len_out, __u64 str_
 
 static __always_inline __u64 go_arg(struct pt_regs *ctx, __u32 reg)
 {
-	switch (reg) {
-	case 0:
-		return ctx->ax;
-	case 1:
-		return ctx->bx;
-	case 2:
-		return ctx->cx;
-	case 3:
-		return ctx->di;
-	case 4:
-		return ctx->si;
-	case 5:
-		return ctx->r8;
-	case 6:
-		return ctx->r9;
-	case 7:
-		return ctx->r10;
-	case 8:
-		return ctx->r11;
-	}
-	return 0;
+	/* Loaded field by field: the verifier refuses a computed offset into the context. */
+	__u64 args[9] = { ctx->ax, ctx->bx, ctx->cx,  ctx->di, ctx->si,
+			  ctx->r8, ctx->r9, ctx->r10, ctx->r11 };
+
+	return reg < 9 ? args[reg] : 0;
 }
 
 SEC("uprobe")

@@ -54,6 +54,11 @@ struct fsync_event {
 	__u32 datasync; /* 1 = fdatasync, 0 = fsync */
 };
 
+/* Cookie of the (*Conn).Read RET probes: the entry-SP-relative slots where the prologue spilled
+ * the receiver, b.ptr and b.len (bytes, each < 256), and a bit saying they were established. */
+#define TLS_RET_COOKIE(conn, buf, len)                                                             \
+	((1ull << 24) | ((__u64)(len) << 16) | ((__u64)(buf) << 8) | (__u64)(conn))
+
 #define MAX_STACK_FRAMES 48
 #define CALL_NAME_LEN 128
 

@@ -21,7 +21,17 @@ struct tls_sites {
 	uint64_t read_offset;
 	uint64_t read_ret_offsets[TLSPROBE_MAX_RETS];
 	size_t n_read_rets;
+	/* Where (*Conn).Read's prologue spills its receiver and b.ptr/b.len, as offsets from the
+	 * stack pointer at entry (and so at every RET); 0 when not established. With them a RET
+	 * whose entry was missed (a Read already blocked when the tracer attached) still yields
+	 * its bytes. */
+	int spill_conn, spill_buf, spill_len;
 };
+
+/* From the first instructions of a Go function at code (vaddr): the entry-SP-relative slots
+ * where the prologue stores RAX, RBX and RCX (`push rbp; mov rbp, rsp; sub rsp, F; ...
+ * mov [rsp+D], reg`). Returns 0 with all three set, or -ENOENT. */
+int go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx);
 
 /* Finds and validates the probe sites in a Go binary. Returns 0, or a negative errno with a
  * one-line reason in why (nothing must be attached then). */

@@ -1,0 +1,230 @@
+/* Attaching the crypto/tls uprobes. goelf finds the functions and their RET
+ * instructions and validates the text base; this file only turns validated
+ * sites into links, all or nothing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+#include <Zydis/Zydis.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "capture.skel.h"
+#include "events.h"
+#include "goelf.h"
+#include "tlsprobe.h"
+#include "util.h"
+
+#define TLS_WRITE "crypto/tls.(*Conn).Write"
+#define TLS_READ "crypto/tls.(*Conn).Read"
+
+int go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx)
+{
+	ZydisDecoder decoder;
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	size_t pos = 0;
+	int64_t below = 0; /* bytes the prologue moved RSP down by, so far */
+	int i, found = 0;
+
+	*rax = *rbx = *rcx = 0;
+	ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	for (i = 0; i < 16 && pos < len; i++) {
+		if (!ZYAN_SUCCESS(
+			ZydisDecoderDecodeFull(&decoder, code + pos, len - pos, &insn, ops)))
+			return -ENOENT;
+		pos += insn.length;
+		if (insn.mnemonic == ZYDIS_MNEMONIC_PUSH) {
+			below += 8;
+		} else if (insn.mnemonic == ZYDIS_MNEMONIC_SUB &&
+			   ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+			   ops[0].reg.value == ZYDIS_REGISTER_RSP &&
+			   ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+			below += (int64_t)ops[1].imm.value.s;
+		} else if (insn.mnemonic == ZYDIS_MNEMONIC_MOV &&
+			   ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+			   ops[0].mem.base == ZYDIS_REGISTER_RSP &&
+			   ops[0].mem.index == ZYDIS_REGISTER_NONE &&
+			   ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].size == 64) {
+			/* A store above the frame, into the caller's spill area (entry SP + 8...). */
+			int64_t slot = ops[0].mem.disp.value - below;
+
+			if (slot < 8 || slot > 256)
+				continue;
+			if (ops[1].reg.value == ZYDIS_REGISTER_RAX && !*rax)
+				*rax = (int)slot, found++;
+			else if (ops[1].reg.value == ZYDIS_REGISTER_RBX && !*rbx)
+				*rbx = (int)slot, found++;
+			else if (ops[1].reg.value == ZYDIS_REGISTER_RCX && !*rcx)
+				*rcx = (int)slot, found++;
+		} else if (insn.meta.category == ZYDIS_CATEGORY_CALL ||
+			   insn.meta.category == ZYDIS_CATEGORY_RET ||
+			   insn.meta.category == ZYDIS_CATEGORY_COND_BR ||
+			   insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR) {
+			/* The stack check's branch comes first; anything else ends the prologue. */
+			if (i > 2)
+				break;
+		}
+		if (found == 3)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static void find_read_spills(const char *binary, struct go_binary *gb, uint64_t entry,
+			     struct tls_sites *sites)
+{
+	uint8_t code[128];
+	int64_t off = go_binary__file_offset(gb, entry);
+	int fd, conn, buf, len;
+	ssize_t n;
+
+	if (off < 0)
+		return;
+	fd = open(binary, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = pread(fd, code, sizeof(code), off);
+	close(fd);
+	if (n <= 0 || go_spill_slots(code, (size_t)n, &conn, &buf, &len))
+		return;
+	/* The register ABI's order: receiver, then the slice's pointer and length, in consecutive
+	 * slots. Anything else is not the layout this relies on. */
+	if (buf != conn + 8 || len != conn + 16)
+		return;
+	sites->spill_conn = conn;
+	sites->spill_buf = buf;
+	sites->spill_len = len;
+}
+
+int tls_sites__find(const char *binary, struct tls_sites *sites, char *why, size_t why_len)
+{
+	struct go_binary *gb;
+	uint64_t entry, end, rets[TLSPROBE_MAX_RETS];
+	int64_t off;
+	int n, i, err = 0;
+
+	memset(sites, 0, sizeof(*sites));
+	gb = go_binary__open(binary, why, why_len);
+	if (!gb)
+		return errno ? -errno : -EINVAL;
+	snprintf(sites->go_version, sizeof(sites->go_version), "%s",
+		 go_binary__buildinfo(gb)->go_version);
+
+	if (go_binary__func(gb, TLS_WRITE, &entry, &end)) {
+		snprintf(why, why_len, "no %s in this binary (not a Go TLS program?)", TLS_WRITE);
+		err = -ENOENT;
+		goto cleanup;
+	}
+	off = go_binary__file_offset(gb, entry);
+	if (off < 0) {
+		snprintf(why, why_len, "%s at 0x%llx is outside the executable segment", TLS_WRITE,
+			 (unsigned long long)entry);
+		err = -EINVAL;
+		goto cleanup;
+	}
+	sites->write_offset = (uint64_t)off;
+
+	if (go_binary__func(gb, TLS_READ, &entry, &end)) {
+		snprintf(why, why_len, "no %s in this binary", TLS_READ);
+		err = -ENOENT;
+		goto cleanup;
+	}
+	off = go_binary__file_offset(gb, entry);
+	if (off < 0) {
+		snprintf(why, why_len, "%s at 0x%llx is outside the executable segment", TLS_READ,
+			 (unsigned long long)entry);
+		err = -EINVAL;
+		goto cleanup;
+	}
+	sites->read_offset = (uint64_t)off;
+	find_read_spills(binary, gb, entry, sites);
+	n = go_binary__ret_sites(gb, TLS_READ, rets, TLSPROBE_MAX_RETS);
+	if (n <= 0) {
+		snprintf(why, why_len, "no RET instruction could be validated in %s: %s", TLS_READ,
+			 n < 0 ? go_binary__last_error(gb) : "none found");
+		err = n < 0 ? n : -ENOENT;
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++) {
+		off = go_binary__file_offset(gb, rets[i]);
+		if (off < 0) {
+			snprintf(why, why_len, "RET of %s at 0x%llx has no file offset", TLS_READ,
+				 (unsigned long long)rets[i]);
+			err = -EINVAL;
+			goto cleanup;
+		}
+		sites->read_ret_offsets[i] = (uint64_t)off;
+	}
+	sites->n_read_rets = (size_t)n;
+cleanup:
+	go_binary__close(gb);
+	return err;
+}
+
+static int add_link(struct tls_attachment *att, struct bpf_program *prog, uint64_t offset,
+		    uint64_t cookie, char *why, size_t why_len)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
+	struct bpf_link *link;
+
+	link = bpf_program__attach_uprobe_opts(prog, att->pid, att->binary, (size_t)offset, &opts);
+	if (!link) {
+		int err = -errno;
+
+		snprintf(why, why_len, "uprobe %s at offset 0x%llx: %s", bpf_program__name(prog),
+			 (unsigned long long)offset, strerror(errno));
+		return err;
+	}
+	att->links[att->n_links++] = link;
+	return 0;
+}
+
+int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
+			   const char *binary, char *why, size_t why_len)
+{
+	uint64_t start = util__monotonic_ns(), ret_cookie = 0;
+	size_t i;
+	int err;
+
+	memset(att, 0, sizeof(*att));
+	att->pid = pid;
+	snprintf(att->binary, sizeof(att->binary), "%s", binary);
+	err = tls_sites__find(binary, &att->sites, why, why_len);
+	if (err)
+		return err;
+	att->links = calloc(2 + att->sites.n_read_rets, sizeof(*att->links));
+	if (!att->links) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	if (att->sites.spill_conn)
+		ret_cookie = TLS_RET_COOKIE(att->sites.spill_conn, att->sites.spill_buf,
+					    att->sites.spill_len);
+	err = add_link(att, skel->progs.tls_write, att->sites.write_offset, 0, why, why_len);
+	if (!err)
+		err = add_link(att, skel->progs.tls_read_entry, att->sites.read_offset, 0, why,
+			       why_len);
+	for (i = 0; !err && i < att->sites.n_read_rets; i++)
+		err = add_link(att, skel->progs.tls_read_ret, att->sites.read_ret_offsets[i],
+			       ret_cookie, why, why_len);
+	if (err) {
+		tls_attachment__detach(att);
+		return err;
+	}
+	att->attach_ns = util__monotonic_ns() - start;
+	return 0;
+}
+
+void tls_attachment__detach(struct tls_attachment *att)
+{
+	size_t i;
+
+	for (i = 0; i < att->n_links; i++)
+		bpf_link__destroy(att->links[i]);
+	free(att->links);
+	att->links = NULL;
+	att->n_links = 0;
+}
