@@ -2,7 +2,9 @@
  * test fixture in the same shape) through one conn_decoder per connection and prints the decoded
  * messages, one per line, for people or as JSON. `--bench` measures decoding alone. */
 /* Display lines are cut on purpose when fields are long. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 #include <argp.h>
 #include <errno.h>

@@ -76,6 +76,7 @@ struct conn_decoder {
 	bool begun[2];
 	bool lost_before[2];	/* bytes lost before the protocol layer began */
 	uint64_t detect_offset[2];
+	uint32_t detect_scan[2];
 	uint8_t detect[2][DETECT_MAX];
 	uint32_t detect_len[2];
 	uint64_t detect_ts[2];
@@ -1103,7 +1104,9 @@ static void detect(struct conn_decoder *c, int dir)
 		return;
 	/* Mid-connection: scan for frames; the control plane speaks HTTP/2. */
 	if (n >= DETECT_MAX || !at_start) {
-		for (uint32_t i = 1; i + H2_FRAME_HEADER_LEN <= n; i++) {
+		/* Positions already judged stay judged: each byte is looked at once. */
+		uint32_t i = c->detect_scan[dir] ? c->detect_scan[dir] : 1;
+		for (; i + H2_FRAME_HEADER_LEN <= n; i++) {
 			if (h2__looks_like_frames(b + i, n - i)) {
 				proto_begin(c, CONN_PROTO_H2);
 				return;
@@ -1113,6 +1116,7 @@ static void detect(struct conn_decoder *c, int dir)
 				return;
 			}
 		}
+		c->detect_scan[dir] = i;
 		if (n >= DETECT_MAX)
 			proto_begin(c, CONN_PROTO_H2);
 	}
@@ -1135,6 +1139,7 @@ int conn_decoder__gap(struct conn_decoder *c, int dir, uint64_t missing)
 		http1_conn__lose(&c->h1, dir, missing);
 	else {
 		c->detect_len[dir] = 0;	/* detection starts over on what follows */
+		c->detect_scan[dir] = 0;
 		c->lost_before[dir] = true;
 	}
 	if (!c->begun[dir])

@@ -314,7 +314,7 @@ static size_t feed_sync(struct h2_conn *c, int dir, const uint8_t *buf, size_t l
 			size_t n = H2_PREFACE_LEN - d->preface_got;
 			if (n > len)
 				n = len;
-			if (memcmp(buf, H2_PREFACE + d->preface_got, n)) {
+			if (memcmp(buf, &H2_PREFACE[d->preface_got], n)) {
 				enter_resync(c, dir);
 				if (replay)
 					return (size_t)(buf - start);

@@ -221,7 +221,7 @@ static void table_size_update(struct hpack_decoder *dec, uint64_t size)
 /* Makes room for n more bytes at data_end: moves live bytes to the front or grows the buffer. */
 static int reserve(struct hpack_decoder *dec, uint32_t n)
 {
-	if (dec->data_end + n <= dec->data_cap)
+	if (dec->data && dec->data_end + n <= dec->data_cap)
 		return 0;
 	uint32_t start = dec->count ? entry_at(dec, dec->count - 1)->offset : dec->data_end;
 	uint32_t live = dec->data_end - start;
@@ -231,7 +231,7 @@ static int reserve(struct hpack_decoder *dec, uint32_t n)
 			entry_at(dec, i)->offset -= start;
 		dec->data_end = live;
 	}
-	if (dec->data_end + n <= dec->data_cap && live + n <= dec->data_cap / 2)
+	if (dec->data && dec->data_end + n <= dec->data_cap && live + n <= dec->data_cap / 2)
 		return 0;
 	uint32_t cap = dec->data_cap ? dec->data_cap : 1024;
 	while (cap < 2 * (live + n))
