@@ -158,11 +158,8 @@ static int replay_set__load(struct replay_set *s, const char *path)
 	unsigned long lineno = 0;
 	int err = 0;
 
-	if (!f) {
-		err = -errno;
-		fprintf(stderr, "bindtrace decode: %s: %s\n", path, strerror(errno));
-		return err;
-	}
+	if (!f)
+		return -errno;
 	while ((n = getline(&line, &cap, f)) > 0) {
 		struct replay_record r;
 		lineno++;
@@ -772,8 +769,11 @@ int cmd_decode(int argc, char **argv)
 	if (argp_parse(&argp, argc, argv, 0, NULL, &a))
 		return 2;
 	err = replay_set__load(&s, a.path);
-	if (err)
-		goto cleanup;
+	if (err) {
+		fprintf(stderr, "bindtrace decode: %s: %s\n", a.path, strerror(-err));
+		replay_set__free(&s);
+		return 1;
+	}
 	if (a.bench) {
 		err = bench(&s, &a);
 		goto cleanup;
