@@ -25,7 +25,7 @@ struct replay_record {
 	uint64_t conn;
 	int dir;
 	uint64_t offset;
-	uint64_t gap;	/* a gap record when non-zero */
+	uint64_t gap; /* a gap record when non-zero */
 	uint8_t *data;
 	size_t len;
 	int pid;
@@ -247,7 +247,8 @@ static int replay_set__run(const struct replay_set *s, size_t max_piece, struct 
 		size_t step = max_piece ? max_piece : r->len;
 		for (size_t o = 0; o < r->len || (!r->len && !o); o += step) {
 			size_t n = r->len - o < step ? r->len - o : step;
-			conn_decoder__feed(rc->dec, r->dir, r->offset + o, r->data + o, n, r->ts_ns);
+			conn_decoder__feed(rc->dec, r->dir, r->offset + o, r->data + o, n,
+					   r->ts_ns);
 			if (!r->len)
 				break;
 		}
@@ -310,7 +311,8 @@ static void describe_k8s(char *b, size_t cap, const struct k8s_object *o)
 	switch (o->kind) {
 	case K8S_KIND_POD:
 		snprintf(b, cap, "Pod %s/%s uid=%s rv=%s node=%s%s%s%s%s", mt->namespace, mt->name,
-			 mt->uid, mt->resource_version, o->pod.node_name[0] ? o->pod.node_name : "\"\"",
+			 mt->uid, mt->resource_version,
+			 o->pod.node_name[0] ? o->pod.node_name : "\"\"",
 			 o->pod.has_scheduled ? " PodScheduled=" : "",
 			 o->pod.has_scheduled ? o->pod.scheduled_status : "",
 			 o->pod.scheduled_reason[0] ? "/" : "", o->pod.scheduled_reason);
@@ -396,8 +398,9 @@ static void describe_body(char *b, size_t cap, const struct decoded_msg *m)
 	case BODY_ETCD_WATCH_REQUEST: {
 		const struct etcd_watch_request *w = &m->body.watch_request;
 		snprintf(b, cap, "WatchRequest %s %s..%s start_rev=%" PRId64 "%s",
-			 w->kind == ETCD_WATCH_CREATE ? "create" :
-			 w->kind == ETCD_WATCH_CANCEL ? "cancel" : "progress",
+			 w->kind == ETCD_WATCH_CREATE	? "create"
+			 : w->kind == ETCD_WATCH_CANCEL ? "cancel"
+							: "progress",
 			 w->key, w->range_end, w->start_revision, w->prev_kv ? " prev_kv" : "");
 		break;
 	}
@@ -469,10 +472,10 @@ static json_t *k8s_json(const struct k8s_object *o)
 
 static json_t *kv_json(const struct etcd_kv *kv)
 {
-	json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I}", "key", kv->key, "create_revision",
-			      (json_int_t)kv->create_revision, "mod_revision",
-			      (json_int_t)kv->mod_revision, "version", (json_int_t)kv->version,
-			      "value_len", (json_int_t)kv->value_len);
+	json_t *j =
+	    json_pack("{s:s, s:I, s:I, s:I, s:I}", "key", kv->key, "create_revision",
+		      (json_int_t)kv->create_revision, "mod_revision", (json_int_t)kv->mod_revision,
+		      "version", (json_int_t)kv->version, "value_len", (json_int_t)kv->value_len);
 	if (kv->value_redacted)
 		json_object_set_new(j, "value", json_string(REDACTED));
 	else if (kv->value.kind != K8S_KIND_NONE)
@@ -529,10 +532,9 @@ static json_t *body_json(const struct decoded_msg *m)
 	case BODY_ETCD_WATCH_RESPONSE:
 	case BODY_ETCD_WATCH_EVENT: {
 		const struct etcd_watch_response *w = &m->body.etcd_watch.response;
-		json_t *j = json_pack("{s:I, s:I, s:b, s:b}", "revision",
-				      (json_int_t)w->header.revision, "watch_id",
-				      (json_int_t)w->watch_id, "created", w->created, "canceled",
-				      w->canceled);
+		json_t *j = json_pack(
+		    "{s:I, s:I, s:b, s:b}", "revision", (json_int_t)w->header.revision, "watch_id",
+		    (json_int_t)w->watch_id, "created", w->created, "canceled", w->canceled);
 		if (m->body_kind == BODY_ETCD_WATCH_EVENT) {
 			const struct etcd_watch_event *e = &m->body.etcd_watch.event;
 			json_object_set_new(j, "type", json_string(e->type ? "DELETE" : "PUT"));
@@ -565,14 +567,13 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 		o->t0 = m->ts_first_ns;
 	if (o->json) {
 		json_t *j = json_pack(
-			"{s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:b, s:b}",
-			"ts_first_ns", (json_int_t)m->ts_first_ns, "ts_last_ns",
-			(json_int_t)m->ts_last_ns, "conn", (json_int_t)(rc ? rc->id : 0), "pid",
-			rc ? rc->pid : 0, "comm", rc ? rc->comm : "", "dir",
-			m->dir ? "in" : "out", "proto", conn_proto__name(m->proto), "kind",
-			decoded_kind__name(m->kind), "stream", (int)m->stream_id, "from_client",
-			m->from_client, "unreliable", m->unreliable, "incomplete", m->incomplete,
-			"streaming", m->streaming);
+		    "{s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:b, s:b}",
+		    "ts_first_ns", (json_int_t)m->ts_first_ns, "ts_last_ns",
+		    (json_int_t)m->ts_last_ns, "conn", (json_int_t)(rc ? rc->id : 0), "pid",
+		    rc ? rc->pid : 0, "comm", rc ? rc->comm : "", "dir", m->dir ? "in" : "out",
+		    "proto", conn_proto__name(m->proto), "kind", decoded_kind__name(m->kind),
+		    "stream", (int)m->stream_id, "from_client", m->from_client, "unreliable",
+		    m->unreliable, "incomplete", m->incomplete, "streaming", m->streaming);
 		const struct decoded_http *h = &m->http;
 		if (h->method[0])
 			json_object_set_new(j, "method", json_string(h->method));
@@ -592,7 +593,8 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 		}
 		if (m->kind == DECODED_STREAM_RESET || m->kind == DECODED_GOAWAY)
 			json_object_set_new(j, "error_code", json_integer(m->error_code));
-		json_object_set_new(j, "body_kind", json_string(decoded_body_kind__name(m->body_kind)));
+		json_object_set_new(j, "body_kind",
+				    json_string(decoded_body_kind__name(m->body_kind)));
 		json_object_set_new(j, "body_len", json_integer((json_int_t)m->body_len));
 		json_t *b = body_json(m);
 		if (b)
@@ -661,20 +663,20 @@ struct decode_args {
 };
 
 static const char doc[] =
-	"Decode a capture recorded with `bindtrace capture --json`: HTTP/2 and HTTP/1.1 requests, "
-	"responses and watch events of Kubernetes, and etcd's gRPC calls.\n"
-	"\vOutput: one line per message: time since the first (ms), connection, direction (out: "
-	"written by the traced process), kind, HTTP/2 stream, flags (C/S client or server side, "
-	"U connection unreliable after a gap or a mid-connection start, I message incomplete, "
-	"W streaming), and details. --json prints one object per message with ts_first_ns, "
-	"ts_last_ns, conn, pid, comm, dir, proto, kind, stream, from_client, unreliable, "
-	"incomplete, streaming, method, path, authority, user_agent, content_type, status, "
-	"grpc_status, body_kind, body_len and body.\n\n"
-	"EXAMPLES:\n"
-	"  bindtrace decode capture.jsonl          # decoded messages, one per line\n"
-	"  bindtrace decode --json capture.jsonl   # as JSON lines\n"
-	"  bindtrace capture --json | bindtrace decode -\n"
-	"  bindtrace decode --bench capture.jsonl  # decode throughput (MB/s, binds/s)";
+    "Decode a capture recorded with `bindtrace capture --json`: HTTP/2 and HTTP/1.1 requests, "
+    "responses and watch events of Kubernetes, and etcd's gRPC calls.\n"
+    "\vOutput: one line per message: time since the first (ms), connection, direction (out: "
+    "written by the traced process), kind, HTTP/2 stream, flags (C/S client or server side, "
+    "U connection unreliable after a gap or a mid-connection start, I message incomplete, "
+    "W streaming), and details. --json prints one object per message with ts_first_ns, "
+    "ts_last_ns, conn, pid, comm, dir, proto, kind, stream, from_client, unreliable, "
+    "incomplete, streaming, method, path, authority, user_agent, content_type, status, "
+    "grpc_status, body_kind, body_len and body.\n\n"
+    "EXAMPLES:\n"
+    "  bindtrace decode capture.jsonl          # decoded messages, one per line\n"
+    "  bindtrace decode --json capture.jsonl   # as JSON lines\n"
+    "  bindtrace capture --json | bindtrace decode -\n"
+    "  bindtrace decode --bench capture.jsonl  # decode throughput (MB/s, binds/s)";
 
 static const struct argp_option options[] = {
 	{ "json", 'j', NULL, 0, "One JSON object per message", 0 },
@@ -705,7 +707,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		errno = 0;
 		a->bench_seconds = strtod(arg, &end);
 		if (errno || *end || a->bench_seconds < 0.1 || a->bench_seconds > 600)
-			argp_error(state, "--bench-seconds: '%s' is not a number from 0.1 to 600", arg);
+			argp_error(state, "--bench-seconds: '%s' is not a number from 0.1 to 600",
+				   arg);
 		break;
 	case 'p':
 		errno = 0;

@@ -18,18 +18,18 @@
 #define SNIFF_MAX 64
 
 enum body_mode {
-	BODY_MODE_NONE = 0,	/* not decided yet */
-	BODY_MODE_WHOLE,	/* keep the body, decode at its end */
-	BODY_MODE_GRPC,		/* 5-byte framed gRPC messages, each decoded as it completes */
-	BODY_MODE_K8S_WATCH,	/* 4-byte framed protobuf WatchEvents */
-	BODY_MODE_JSON_LINES,	/* newline-delimited JSON watch events */
-	BODY_MODE_SNIFF,	/* stream seen mid-way: find a message start at a frame start */
+	BODY_MODE_NONE = 0,   /* not decided yet */
+	BODY_MODE_WHOLE,      /* keep the body, decode at its end */
+	BODY_MODE_GRPC,	      /* 5-byte framed gRPC messages, each decoded as it completes */
+	BODY_MODE_K8S_WATCH,  /* 4-byte framed protobuf WatchEvents */
+	BODY_MODE_JSON_LINES, /* newline-delimited JSON watch events */
+	BODY_MODE_SNIFF,      /* stream seen mid-way: find a message start at a frame start */
 	BODY_MODE_DISCARD,
 };
 
 struct half {
 	bool started;
-	bool headers;		/* its header block was seen */
+	bool headers; /* its header block was seen */
 	bool ended;
 	bool lost;
 	bool emitted_head;
@@ -46,12 +46,12 @@ struct half {
 	/* the first bytes of a DATA frame while sniffing */
 	uint8_t sniff[SNIFF_MAX];
 	uint32_t sniff_len;
-	bool sniff_done;	/* gave up on this frame */
+	bool sniff_done; /* gave up on this frame */
 };
 
 struct stream {
 	bool used;
-	bool head_unknown;	/* no request headers seen: began before capture or lost */
+	bool head_unknown; /* no request headers seen: began before capture or lost */
 	uint32_t id;
 	uint64_t last_use;
 	struct decoded_http http;
@@ -61,7 +61,7 @@ struct stream {
 	bool grpc_streaming;
 	bool table;
 	struct k8s_table_columns cols;
-	int trailers_dir;	/* -1; the direction whose trailers are being read */
+	int trailers_dir; /* -1; the direction whose trailers are being read */
 	struct half half[2];
 };
 
@@ -74,7 +74,7 @@ struct conn_decoder {
 	bool seen[2];
 	uint64_t next_offset[2];
 	bool begun[2];
-	bool lost_before[2];	/* bytes lost before the protocol layer began */
+	bool lost_before[2]; /* bytes lost before the protocol layer began */
 	uint64_t detect_offset[2];
 	uint32_t detect_scan[2];
 	uint8_t detect[2][DETECT_MAX];
@@ -98,19 +98,25 @@ struct conn_decoder {
 
 const char *decoded_kind__name(enum decoded_kind k)
 {
-	static const char *const names[] = { "none",	   "request",	   "response",
-					     "grpc-request", "grpc-response", "watch-event",
-					     "etcd-watch-event", "stream-reset", "goaway" };
+	static const char *const names[] = {
+		"none",	       "request",	   "response",	   "grpc-request", "grpc-response",
+		"watch-event", "etcd-watch-event", "stream-reset", "goaway"
+	};
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
 const char *decoded_body_kind__name(enum decoded_body_kind k)
 {
-	static const char *const names[] = { "none",	       "k8s",
-					     "k8s-watch-event", "etcd-txn",
-					     "etcd-txn-response", "etcd-range",
-					     "etcd-range-response", "etcd-watch-request",
-					     "etcd-watch-response", "etcd-watch-event",
+	static const char *const names[] = { "none",
+					     "k8s",
+					     "k8s-watch-event",
+					     "etcd-txn",
+					     "etcd-txn-response",
+					     "etcd-range",
+					     "etcd-range-response",
+					     "etcd-watch-request",
+					     "etcd-watch-response",
+					     "etcd-watch-event",
 					     "undecoded" };
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
@@ -232,7 +238,7 @@ static struct decoded_msg *msg_begin(struct conn_decoder *c, struct stream *s, i
 		m->stream_id = s->id;
 		m->http = s->http;
 		m->incomplete = h->lost || (s->head_unknown && kind != DECODED_WATCH_EVENT &&
-					   kind != DECODED_ETCD_WATCH_EVENT);
+					    kind != DECODED_ETCD_WATCH_EVENT);
 		m->ts_first_ns = h->ts_first;
 		m->ts_last_ns = h->ts_last;
 		snprintf(m->http.content_type, sizeof(m->http.content_type), "%s", h->content_type);
@@ -283,8 +289,8 @@ struct etcd_emit_ctx {
 	bool emitted;
 };
 
-static void on_etcd_event(const struct etcd_watch_response *resp,
-			  const struct etcd_watch_event *ev, void *ctx)
+static void on_etcd_event(const struct etcd_watch_response *resp, const struct etcd_watch_event *ev,
+			  void *ctx)
 {
 	struct etcd_emit_ctx *x = ctx;
 	struct decoded_msg *m = msg_begin(x->c, x->s, x->dir, DECODED_ETCD_WATCH_EVENT, false);
@@ -357,7 +363,8 @@ static void grpc_message(struct conn_decoder *c, struct stream *s, int dir, cons
 				err = etcd__decode_range_request(buf, len, &m->body.range);
 				m->body_kind = BODY_ETCD_RANGE;
 			} else {
-				err = etcd__decode_range_response(buf, len, &m->body.range_response);
+				err =
+				    etcd__decode_range_response(buf, len, &m->body.range_response);
 				m->body_kind = BODY_ETCD_RANGE_RESPONSE;
 			}
 			break;
@@ -507,8 +514,7 @@ static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
 }
 
 /* A stream seen without its headers: guess what flows from the first bytes of a frame. */
-static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
-		  size_t len)
+static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf, size_t len)
 {
 	struct half *h = &s->half[dir];
 
@@ -643,8 +649,8 @@ static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t
 				uint32_t n = (uint32_t)h->buf[1] << 24 | (uint32_t)h->buf[2] << 16 |
 					     (uint32_t)h->buf[3] << 8 | h->buf[4];
 				bool whole = !h->truncated && (uint64_t)n + 5 <= h->len;
-				grpc_message(c, s, dir, whole ? h->buf + 5 : NULL, n, h->buf[0] == 1,
-					     h->ts_first, ts, true);
+				grpc_message(c, s, dir, whole ? h->buf + 5 : NULL, n,
+					     h->buf[0] == 1, h->ts_first, ts, true);
 			} else if (!client) {
 				/* Trailers-only: an error status without a message. */
 				m = msg_begin(c, s, dir, DECODED_GRPC_RESPONSE, false);
@@ -667,7 +673,7 @@ static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t
 	if (h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_NONE)
 		return;
 	if (!h->headers && s->head_unknown && !h->len)
-		return;	/* nothing seen of this message */
+		return; /* nothing seen of this message */
 	m = msg_begin(c, s, dir, client ? DECODED_REQUEST : DECODED_RESPONSE, client);
 	m->ts_last_ns = ts;
 	m->body_truncated = h->truncated;
@@ -779,7 +785,7 @@ static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool
 	}
 	if (c->hdr_has_status) {
 		if (c->hdr.status >= 100 && c->hdr.status < 200)
-			return;	/* informational */
+			return; /* informational */
 		s->http.status = c->hdr.status;
 		memcpy(h->content_type, c->hdr.content_type, sizeof(h->content_type));
 		if (c->hdr.grpc_status >= 0) {
@@ -802,9 +808,8 @@ static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool
 		choose_mode(c, s, dir);
 		if (s->watch || s->grpc_streaming) {
 			/* A streaming response: report its start now, events follow. */
-			struct decoded_msg *m = msg_begin(c, s, dir, s->grpc ? DECODED_GRPC_RESPONSE :
-									 DECODED_RESPONSE,
-							  false);
+			struct decoded_msg *m = msg_begin(
+			    c, s, dir, s->grpc ? DECODED_GRPC_RESPONSE : DECODED_RESPONSE, false);
 			m->ts_last_ns = ts_last;
 			h->emitted_head = true;
 			emit(c, m);
@@ -1089,7 +1094,7 @@ static void detect(struct conn_decoder *c, int dir)
 		return;
 	}
 	if (n < H2_PREFACE_LEN && !memcmp(b, H2_PREFACE, n) && at_start)
-		return;	/* wait for the rest of the preface */
+		return; /* wait for the rest of the preface */
 	int h1 = http1__sniff(b, n);
 	if (h1) {
 		c->client_dir = h1 == 1 ? dir : !dir;
@@ -1138,7 +1143,7 @@ int conn_decoder__gap(struct conn_decoder *c, int dir, uint64_t missing)
 	else if (c->proto == CONN_PROTO_HTTP1)
 		http1_conn__lose(&c->h1, dir, missing);
 	else {
-		c->detect_len[dir] = 0;	/* detection starts over on what follows */
+		c->detect_len[dir] = 0; /* detection starts over on what follows */
 		c->detect_scan[dir] = 0;
 		c->lost_before[dir] = true;
 	}

@@ -22,7 +22,7 @@
 #include "k8s.h"
 
 #define DECODE_MAX_STREAMS 128
-#define DECODE_MAX_BODY (4u << 20)	/* bodies kept whole for decoding */
+#define DECODE_MAX_BODY (4u << 20) /* bodies kept whole for decoding */
 #define DECODE_METHOD_MAX 16
 #define DECODE_PATH_MAX 512
 #define DECODE_AUTHORITY_MAX 256
@@ -31,8 +31,8 @@
 #define DECODE_GRPC_MESSAGE_MAX 256
 
 enum conn_dir {
-	CONN_DIR_OUT = 0,	/* written by the traced process */
-	CONN_DIR_IN = 1,	/* read by it */
+	CONN_DIR_OUT = 0, /* written by the traced process */
+	CONN_DIR_IN = 1,  /* read by it */
 };
 
 enum conn_proto {
@@ -43,28 +43,28 @@ enum conn_proto {
 
 enum decoded_kind {
 	DECODED_NONE = 0,
-	DECODED_REQUEST,	/* an HTTP request, when complete (body decoded) */
-	DECODED_RESPONSE,	/* an HTTP response, when complete; a watch response at its headers */
-	DECODED_GRPC_REQUEST,	/* one gRPC request message */
-	DECODED_GRPC_RESPONSE,	/* a unary gRPC response at its trailers; a streamed one per message */
-	DECODED_WATCH_EVENT,	/* one Kubernetes watch event (one per Table row) */
-	DECODED_ETCD_WATCH_EVENT,	/* one event of an etcd WatchResponse */
-	DECODED_STREAM_RESET,	/* RST_STREAM on a stream */
-	DECODED_GOAWAY,		/* GOAWAY: streams above stream_id were not processed */
+	DECODED_REQUEST,      /* an HTTP request, when complete (body decoded) */
+	DECODED_RESPONSE,     /* an HTTP response, when complete; a watch response at its headers */
+	DECODED_GRPC_REQUEST, /* one gRPC request message */
+	DECODED_GRPC_RESPONSE, /* a unary gRPC response at its trailers; a streamed one per message */
+	DECODED_WATCH_EVENT,   /* one Kubernetes watch event (one per Table row) */
+	DECODED_ETCD_WATCH_EVENT, /* one event of an etcd WatchResponse */
+	DECODED_STREAM_RESET,	  /* RST_STREAM on a stream */
+	DECODED_GOAWAY,		  /* GOAWAY: streams above stream_id were not processed */
 };
 
 enum decoded_body_kind {
 	BODY_NONE = 0,
-	BODY_K8S,			/* body.k8s */
-	BODY_K8S_WATCH_EVENT,		/* body.watch */
-	BODY_ETCD_TXN,			/* body.txn */
-	BODY_ETCD_TXN_RESPONSE,		/* body.txn_response */
-	BODY_ETCD_RANGE,		/* body.range */
-	BODY_ETCD_RANGE_RESPONSE,	/* body.range_response */
-	BODY_ETCD_WATCH_REQUEST,	/* body.watch_request */
-	BODY_ETCD_WATCH_RESPONSE,	/* body.etcd_watch.response (no events: created, canceled...) */
-	BODY_ETCD_WATCH_EVENT,		/* body.etcd_watch.response + .event */
-	BODY_UNDECODED,			/* present but not understood, compressed, cut or too large */
+	BODY_K8S,		  /* body.k8s */
+	BODY_K8S_WATCH_EVENT,	  /* body.watch */
+	BODY_ETCD_TXN,		  /* body.txn */
+	BODY_ETCD_TXN_RESPONSE,	  /* body.txn_response */
+	BODY_ETCD_RANGE,	  /* body.range */
+	BODY_ETCD_RANGE_RESPONSE, /* body.range_response */
+	BODY_ETCD_WATCH_REQUEST,  /* body.watch_request */
+	BODY_ETCD_WATCH_RESPONSE, /* body.etcd_watch.response (no events: created, canceled...) */
+	BODY_ETCD_WATCH_EVENT,	  /* body.etcd_watch.response + .event */
+	BODY_UNDECODED,		  /* present but not understood, compressed, cut or too large */
 };
 
 /* The HTTP context of a message: a request carries its own headers, a response or watch event
@@ -73,28 +73,28 @@ struct decoded_http {
 	char method[DECODE_METHOD_MAX];
 	char path[DECODE_PATH_MAX];
 	char authority[DECODE_AUTHORITY_MAX];
-	char content_type[DECODE_CONTENT_TYPE_MAX];	/* of this message's body */
+	char content_type[DECODE_CONTENT_TYPE_MAX]; /* of this message's body */
 	char user_agent[DECODE_USER_AGENT_MAX];
-	int status;		/* :status / status line; 0 unknown */
-	int grpc_status;	/* -1 when absent */
+	int status;	 /* :status / status line; 0 unknown */
+	int grpc_status; /* -1 when absent */
 	char grpc_message[DECODE_GRPC_MESSAGE_MAX];
 };
 
 struct decoded_msg {
 	enum decoded_kind kind;
 	enum conn_proto proto;
-	enum conn_dir dir;	/* the direction the message travelled */
-	bool from_client;	/* sent by the connection's client */
-	bool client_known;	/* from_client is known, not guessed */
-	bool unreliable;	/* the connection started mid-way or lost bytes before this */
-	bool incomplete;	/* this message's own bytes or headers were partly lost */
-	bool streaming;		/* a watch or streaming-gRPC response: events follow */
-	uint32_t stream_id;	/* HTTP/2 stream; HTTP/1.1: request number on the connection */
-	uint64_t ts_first_ns;	/* chunk that carried the message's first byte */
-	uint64_t ts_last_ns;	/* chunk that completed it */
-	uint32_t error_code;	/* STREAM_RESET, GOAWAY */
+	enum conn_dir dir;    /* the direction the message travelled */
+	bool from_client;     /* sent by the connection's client */
+	bool client_known;    /* from_client is known, not guessed */
+	bool unreliable;      /* the connection started mid-way or lost bytes before this */
+	bool incomplete;      /* this message's own bytes or headers were partly lost */
+	bool streaming;	      /* a watch or streaming-gRPC response: events follow */
+	uint32_t stream_id;   /* HTTP/2 stream; HTTP/1.1: request number on the connection */
+	uint64_t ts_first_ns; /* chunk that carried the message's first byte */
+	uint64_t ts_last_ns;  /* chunk that completed it */
+	uint32_t error_code;  /* STREAM_RESET, GOAWAY */
 	struct decoded_http http;
-	uint64_t body_len;	/* bytes of this message's body (gRPC: of the message) */
+	uint64_t body_len; /* bytes of this message's body (gRPC: of the message) */
 	bool body_truncated;
 	enum decoded_body_kind body_kind;
 	union {
@@ -117,11 +117,11 @@ typedef void (*conn_decoder_cb)(const struct decoded_msg *msg, void *ctx);
 
 struct conn_decoder_stats {
 	enum conn_proto proto;
-	int client_dir;		/* -1 unknown */
+	int client_dir; /* -1 unknown */
 	uint64_t bytes[2];
 	uint64_t gaps;
 	uint64_t bytes_lost;	/* reported by gaps */
-	uint64_t bytes_skipped;	/* not decodable (resync, malformed) */
+	uint64_t bytes_skipped; /* not decodable (resync, malformed) */
 	uint64_t resyncs;
 	uint64_t messages;
 	uint64_t streams_evicted;

@@ -10,7 +10,7 @@
 #include "redact.h"
 
 #define COPY(dst, f) pb__copy_string((dst), sizeof(dst), (f)->data, (f)->len)
-#define FOR_EACH_FIELD(buf, len, f, err)                                                          \
+#define FOR_EACH_FIELD(buf, len, f, err)                                                           \
 	for (struct pb_reader r_ = { (buf), (len), 0 }; ((err) = pb_reader__next(&r_, &(f))) == 1;)
 
 static const struct {
@@ -163,10 +163,10 @@ static int decode_compare(const uint8_t *buf, size_t len, struct etcd_txn *t)
 			if (f.type == PB_WT_LEN)
 				COPY(t->compare_key, &f);
 			break;
-		case 4:	/* version */
-		case 5:	/* create_revision */
-		case 6:	/* mod_revision */
-		case 8:	/* lease */
+		case 4: /* version */
+		case 5: /* create_revision */
+		case 6: /* mod_revision */
+		case 8: /* lease */
 			if (f.type == PB_WT_VARINT)
 				t->compare_revision = (int64_t)f.varint;
 			break;
@@ -312,9 +312,9 @@ int etcd__decode_txn_response(const uint8_t *buf, size_t len, struct etcd_txn_re
 			{
 				if (g.number == 1 && g.type == PB_WT_LEN && !t->has_kv) {
 					uint32_t kvs = 0;
-					int e = decode_range_response_into(g.data, g.len, NULL, NULL,
-									   &kvs, NULL, &t->has_kv,
-									   &t->kv);
+					int e = decode_range_response_into(g.data, g.len, NULL,
+									   NULL, &kvs, NULL,
+									   &t->has_kv, &t->kv);
 					if (e)
 						return e;
 				}
@@ -364,7 +364,7 @@ int etcd__decode_range_response(const uint8_t *buf, size_t len, struct etcd_rang
 {
 	memset(r, 0, sizeof(*r));
 	return decode_range_response_into(buf, len, &r->header, &r->count, &r->kvs, &r->more,
-					   &r->has_kv, &r->kv);
+					  &r->has_kv, &r->kv);
 }
 
 int etcd__decode_watch_request(const uint8_t *buf, size_t len, struct etcd_watch_request *w)

@@ -47,20 +47,20 @@ struct etcd_kv {
 	int64_t version;
 	int64_t lease;
 	uint32_t value_len;
-	bool value_redacted;		/* a secret: not decoded */
-	struct k8s_object value;	/* kind NONE when the value is not a k8s object */
+	bool value_redacted;	 /* a secret: not decoded */
+	struct k8s_object value; /* kind NONE when the value is not a k8s object */
 };
 
 struct etcd_txn {
 	uint32_t compares, successes, failures;
 	/* The first compare: GuaranteedUpdate's If(mod_revision(key) == rev). */
 	char compare_key[ETCD_KEY_MAX];
-	int32_t compare_target;		/* enum etcd_compare_target */
-	int32_t compare_result;		/* 0 EQUAL, 1 GREATER, 2 LESS, 3 NOT_EQUAL */
-	int64_t compare_revision;	/* mod/create revision or version, by target */
+	int32_t compare_target;	  /* enum etcd_compare_target */
+	int32_t compare_result;	  /* 0 EQUAL, 1 GREATER, 2 LESS, 3 NOT_EQUAL */
+	int64_t compare_revision; /* mod/create revision or version, by target */
 	/* The first put of the success branch: Then(Put key value). */
 	bool has_put;
-	struct etcd_kv put;		/* key, lease, value */
+	struct etcd_kv put; /* key, lease, value */
 	bool has_delete;
 	char delete_key[ETCD_KEY_MAX];
 	/* The first range of the failure branch: Else(Get key). */
@@ -92,7 +92,7 @@ struct etcd_range_response {
 	uint32_t kvs;
 	bool more;
 	bool has_kv;
-	struct etcd_kv kv;	/* the first */
+	struct etcd_kv kv; /* the first */
 };
 
 enum etcd_watch_request_kind {
@@ -102,7 +102,7 @@ enum etcd_watch_request_kind {
 };
 
 struct etcd_watch_request {
-	int32_t kind;	/* enum etcd_watch_request_kind */
+	int32_t kind; /* enum etcd_watch_request_kind */
 	char key[ETCD_KEY_MAX];
 	char range_end[ETCD_KEY_MAX];
 	int64_t start_revision;
@@ -122,12 +122,12 @@ struct etcd_watch_response {
 };
 
 struct etcd_watch_event {
-	uint32_t index;	/* in its WatchResponse */
+	uint32_t index; /* in its WatchResponse */
 	int32_t type;	/* 0 PUT, 1 DELETE */
 	struct etcd_kv kv;
 	bool has_prev_kv;
 	int64_t prev_mod_revision;
-	char prev_node_name[K8S_NAME_MAX];	/* spec.nodeName of the previous Pod */
+	char prev_node_name[K8S_NAME_MAX]; /* spec.nodeName of the previous Pod */
 };
 
 /* A gRPC path such as "/etcdserverpb.KV/Txn". */

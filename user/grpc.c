@@ -136,7 +136,8 @@ bool grpc__looks_like_message(const uint8_t *buf, size_t len)
 {
 	if (len < 5 || buf[0] > 1)
 		return false;
-	uint32_t n = (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | buf[4];
+	uint32_t n =
+	    (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | buf[4];
 	if (n > GRPC_MESSAGE_MAX)
 		return false;
 	if (buf[0] == 1)
@@ -172,7 +173,8 @@ void grpc__decode_message(const char *src, char *dst, size_t cap)
 		return;
 	for (size_t i = 0; src[i] && o + 1 < cap; i++) {
 		int h, l;
-		if (src[i] == '%' && (h = hexval(src[i + 1])) >= 0 && (l = hexval(src[i + 2])) >= 0) {
+		if (src[i] == '%' && (h = hexval(src[i + 1])) >= 0 &&
+		    (l = hexval(src[i + 2])) >= 0) {
 			char c = (char)(h << 4 | l);
 			dst[o++] = (c < 0x20 || c == 0x7f) ? '?' : c;
 			i += 2;

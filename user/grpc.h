@@ -13,14 +13,14 @@
 #define GRPC_MESSAGE_MAX (4u << 20)
 
 enum lp_framer_state {
-	LP_PREFIX = 0,	/* reading the prefix */
-	LP_BODY,	/* reading a message we keep */
-	LP_SKIP,	/* skipping a message too large to keep */
-	LP_LOST,	/* lost the boundaries: the owner decides how to find the next message */
+	LP_PREFIX = 0, /* reading the prefix */
+	LP_BODY,       /* reading a message we keep */
+	LP_SKIP,       /* skipping a message too large to keep */
+	LP_LOST,       /* lost the boundaries: the owner decides how to find the next message */
 };
 
 struct lp_message {
-	const uint8_t *data;	/* NULL when skipped for size */
+	const uint8_t *data; /* NULL when skipped for size */
 	size_t len;
 	bool compressed;
 	uint64_t ts_first_ns;

@@ -20,9 +20,10 @@ static uint32_t be32(const uint8_t *p)
 
 const char *h2_frame_type__name(uint8_t type)
 {
-	static const char *const names[] = { "DATA", "HEADERS", "PRIORITY", "RST_STREAM",
-					     "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY",
-					     "WINDOW_UPDATE", "CONTINUATION" };
+	static const char *const names[] = { "DATA",	    "HEADERS",	"PRIORITY",
+					     "RST_STREAM",  "SETTINGS", "PUSH_PROMISE",
+					     "PING",	    "GOAWAY",	"WINDOW_UPDATE",
+					     "CONTINUATION" };
 	return type < 10 ? names[type] : "UNKNOWN";
 }
 
@@ -75,7 +76,7 @@ bool h2__looks_like_frames(const uint8_t *buf, size_t len)
 	if (next == len)
 		return true;
 	if (next + H2_FRAME_HEADER_LEN > len)
-		return next > len;	/* the frame runs past what we have: believe it */
+		return next > len; /* the frame runs past what we have: believe it */
 	return h2__plausible_frame_header(buf + next, 0);
 }
 
@@ -133,7 +134,8 @@ static void enter_resync(struct h2_conn *c, int dir)
 		c->cb->on_lost(c->ctx, dir, 0);
 }
 
-static void header_cb_forward(struct h2_conn *c, int dir, uint32_t sid, const struct hpack_header *h);
+static void header_cb_forward(struct h2_conn *c, int dir, uint32_t sid,
+			      const struct hpack_header *h);
 
 struct hcb_ctx {
 	struct h2_conn *c;
@@ -148,7 +150,8 @@ static int hpack_cb(const struct hpack_header *h, void *ctx)
 	return 0;
 }
 
-static void header_cb_forward(struct h2_conn *c, int dir, uint32_t sid, const struct hpack_header *h)
+static void header_cb_forward(struct h2_conn *c, int dir, uint32_t sid,
+			      const struct hpack_header *h)
 {
 	if (c->cb->on_header)
 		c->cb->on_header(c->ctx, dir, sid, h);
@@ -388,7 +391,7 @@ static size_t feed_sync(struct h2_conn *c, int dir, const uint8_t *buf, size_t l
 					continue;
 				}
 				if (d->pad_len + prefix > d->len)
-					break;	/* padding longer than the frame: skip it all */
+					break; /* padding longer than the frame: skip it all */
 				uint32_t content_end = d->len - d->pad_len;
 				if (at >= content_end)
 					break;
@@ -397,8 +400,9 @@ static size_t feed_sync(struct h2_conn *c, int dir, const uint8_t *buf, size_t l
 					m = n - i;
 				if (d->type == H2_DATA) {
 					if (c->cb->on_data)
-						c->cb->on_data(c->ctx, dir, d->stream_id, buf + i, m,
-							       !d->data_started, d->frame_ts, ts);
+						c->cb->on_data(c->ctx, dir, d->stream_id, buf + i,
+							       m, !d->data_started, d->frame_ts,
+							       ts);
 					d->data_started = true;
 				} else if (d->type == H2_HEADERS || d->type == H2_CONTINUATION ||
 					   d->type == H2_PUSH_PROMISE) {
@@ -464,8 +468,9 @@ static void resync_accept(struct h2_conn *c, int dir, uint32_t s, uint64_t ts)
 		return;
 	}
 	d->rlen = end;
-	d->rscan = s + (uint32_t)n >= H2_FRAME_HEADER_LEN - 1 ?
-			   s + (uint32_t)n - H2_FRAME_HEADER_LEN + 1 : s + 1;
+	d->rscan = s + (uint32_t)n >= H2_FRAME_HEADER_LEN - 1
+		       ? s + (uint32_t)n - H2_FRAME_HEADER_LEN + 1
+		       : s + 1;
 	if (d->rscan <= s)
 		d->rscan = s + 1;
 }
@@ -507,7 +512,7 @@ static void resync_process(struct h2_conn *c, int dir, uint64_t ts)
 		}
 		if (accept >= 0) {
 			resync_accept(c, dir, (uint32_t)accept, ts);
-			continue;	/* in step, or scanning on after a new break */
+			continue; /* in step, or scanning on after a new break */
 		}
 		break;
 	}

@@ -49,11 +49,11 @@ enum h2_flags {
 };
 
 enum h2_dir_state {
-	H2_DIR_START = 0,	/* nothing seen: a preface, a frame at offset 0, or resync */
-	H2_DIR_PREFACE,		/* inside the client preface */
+	H2_DIR_START = 0, /* nothing seen: a preface, a frame at offset 0, or resync */
+	H2_DIR_PREFACE,	  /* inside the client preface */
 	H2_DIR_FRAME_HEADER,
 	H2_DIR_PAYLOAD,
-	H2_DIR_RESYNC,		/* looking for a frame boundary */
+	H2_DIR_RESYNC, /* looking for a frame boundary */
 };
 
 struct h2_callbacks {
@@ -107,16 +107,16 @@ struct h2_dir {
 	/* resync */
 	uint8_t *rbuf;
 	uint32_t rlen;
-	uint32_t rscan;		/* next position never looked at */
-	uint32_t pending[H2_RESYNC_PENDING];	/* candidates awaiting their follower */
+	uint32_t rscan;			     /* next position never looked at */
+	uint32_t pending[H2_RESYNC_PENDING]; /* candidates awaiting their follower */
 	uint32_t npending;
-	uint32_t max_frame;	/* from the peer's SETTINGS_MAX_FRAME_SIZE, 0 = default */
+	uint32_t max_frame; /* from the peer's SETTINGS_MAX_FRAME_SIZE, 0 = default */
 	struct hpack_decoder hpack;
 	/* counters */
 	uint64_t frames;
 	uint64_t resyncs;
 	uint64_t bytes_skipped;
-	bool client;		/* sent the preface or requests */
+	bool client; /* sent the preface or requests */
 };
 
 struct h2_conn {

@@ -10,40 +10,44 @@
  * length, where its symbols start in huffman_symbols[], and the left-aligned 32-bit limit below
  * which a code of that length lies. */
 static const uint16_t huffman_symbols[257] = {
-	48, 49, 50, 97, 99, 101, 105, 111, 115, 116, 32, 37,
-	45, 46, 47, 51, 52, 53, 54, 55, 56, 57, 61, 65,
-	95, 98, 100, 102, 103, 104, 108, 109, 110, 112, 114, 117,
-	58, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76,
-	77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 89,
-	106, 107, 113, 118, 119, 120, 121, 122, 38, 42, 44, 59,
-	88, 90, 33, 34, 40, 41, 63, 39, 43, 124, 35, 62,
-	0, 36, 64, 91, 93, 126, 94, 125, 60, 96, 123, 92,
-	195, 208, 128, 130, 131, 162, 184, 194, 224, 226, 153, 161,
-	167, 172, 176, 177, 179, 209, 216, 217, 227, 229, 230, 129,
-	132, 133, 134, 136, 146, 154, 156, 160, 163, 164, 169, 170,
-	173, 178, 181, 185, 186, 187, 189, 190, 196, 198, 228, 232,
-	233, 1, 135, 137, 138, 139, 140, 141, 143, 147, 149, 150,
-	151, 152, 155, 157, 158, 165, 166, 168, 174, 175, 180, 182,
-	183, 188, 191, 197, 231, 239, 9, 142, 144, 145, 148, 159,
-	171, 206, 215, 225, 236, 237, 199, 207, 234, 235, 192, 193,
-	200, 201, 202, 205, 210, 213, 218, 219, 238, 240, 242, 243,
-	255, 203, 204, 211, 212, 214, 221, 222, 223, 241, 244, 245,
-	246, 247, 248, 250, 251, 252, 253, 254, 2, 3, 4, 5,
-	6, 7, 8, 11, 12, 14, 15, 16, 17, 18, 19, 20,
-	21, 23, 24, 25, 26, 27, 28, 29, 30, 31, 127, 220,
-	249, 10, 13, 22, 256,
+	48,  49,  50,  97,  99,	 101, 105, 111, 115, 116, 32,  37,  45,	 46,  47,  51,	52,  53,
+	54,  55,  56,  57,  61,	 65,  95,  98,	100, 102, 103, 104, 108, 109, 110, 112, 114, 117,
+	58,  66,  67,  68,  69,	 70,  71,  72,	73,  74,  75,  76,  77,	 78,  79,  80,	81,  82,
+	83,  84,  85,  86,  87,	 89,  106, 107, 113, 118, 119, 120, 121, 122, 38,  42,	44,  59,
+	88,  90,  33,  34,  40,	 41,  63,  39,	43,  124, 35,  62,  0,	 36,  64,  91,	93,  126,
+	94,  125, 60,  96,  123, 92,  195, 208, 128, 130, 131, 162, 184, 194, 224, 226, 153, 161,
+	167, 172, 176, 177, 179, 209, 216, 217, 227, 229, 230, 129, 132, 133, 134, 136, 146, 154,
+	156, 160, 163, 164, 169, 170, 173, 178, 181, 185, 186, 187, 189, 190, 196, 198, 228, 232,
+	233, 1,	  135, 137, 138, 139, 140, 141, 143, 147, 149, 150, 151, 152, 155, 157, 158, 165,
+	166, 168, 174, 175, 180, 182, 183, 188, 191, 197, 231, 239, 9,	 142, 144, 145, 148, 159,
+	171, 206, 215, 225, 236, 237, 199, 207, 234, 235, 192, 193, 200, 201, 202, 205, 210, 213,
+	218, 219, 238, 240, 242, 243, 255, 203, 204, 211, 212, 214, 221, 222, 223, 241, 244, 245,
+	246, 247, 248, 250, 251, 252, 253, 254, 2,   3,	  4,   5,   6,	 7,   8,   11,	12,  14,
+	15,  16,  17,  18,  19,	 20,  21,  23,	24,  25,  26,  27,  28,	 29,  30,  31,	127, 220,
+	249, 10,  13,  22,  256,
 };
 static const uint32_t huffman_first_code[31] = {
-	0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x14, 0x5c, 0xf8, 0x0, 0x3f8, 0x7fa, 0xffa, 0x1ff8, 0x3ffc, 0x7ffc, 0x0, 0x0, 0x0, 0x7fff0, 0xfffe6, 0x1fffdc, 0x3fffd2, 0x7fffd8, 0xffffea, 0x1ffffec, 0x3ffffe0, 0x7ffffde, 0xfffffe2, 0x0, 0x3ffffffc,
+	0x0,	  0x0,	     0x0,	0x0,	   0x0,	      0x0,	0x14,	    0x5c,
+	0xf8,	  0x0,	     0x3f8,	0x7fa,	   0xffa,     0x1ff8,	0x3ffc,	    0x7ffc,
+	0x0,	  0x0,	     0x0,	0x7fff0,   0xfffe6,   0x1fffdc, 0x3fffd2,   0x7fffd8,
+	0xffffea, 0x1ffffec, 0x3ffffe0, 0x7ffffde, 0xfffffe2, 0x0,	0x3ffffffc,
 };
 static const uint16_t huffman_offset[31] = {
-	0, 0, 0, 0, 0, 0, 10, 36, 68, 0, 74, 79, 82, 84, 90, 92, 0, 0, 0, 95, 98, 106, 119, 145, 174, 186, 190, 205, 224, 0, 253,
+	0, 0, 0, 0,  0,	 0,   10,  36,	68,  0,	  74,  79,  82,	 84, 90,  92,
+	0, 0, 0, 95, 98, 106, 119, 145, 174, 186, 190, 205, 224, 0,  253,
 };
 static const uint64_t huffman_limit[31] = {
-	0x0ull, 0x0ull, 0x0ull, 0x0ull, 0x0ull, 0x50000000ull, 0xb8000000ull, 0xf8000000ull, 0xfe000000ull, 0xfe000000ull, 0xff400000ull, 0xffa00000ull, 0xffc00000ull, 0xfff00000ull, 0xfff80000ull, 0xfffe0000ull, 0xfffe0000ull, 0xfffe0000ull, 0xfffe0000ull, 0xfffe6000ull, 0xfffee000ull, 0xffff4800ull, 0xffffb000ull, 0xffffea00ull, 0xfffff600ull, 0xfffff800ull, 0xfffffbc0ull, 0xfffffe20ull, 0xfffffff0ull, 0xfffffff0ull, 0x100000000ull,
+	0x0ull,		0x0ull,	       0x0ull,	      0x0ull,	     0x0ull,	    0x50000000ull,
+	0xb8000000ull,	0xf8000000ull, 0xfe000000ull, 0xfe000000ull, 0xff400000ull, 0xffa00000ull,
+	0xffc00000ull,	0xfff00000ull, 0xfff80000ull, 0xfffe0000ull, 0xfffe0000ull, 0xfffe0000ull,
+	0xfffe0000ull,	0xfffe6000ull, 0xfffee000ull, 0xffff4800ull, 0xffffb000ull, 0xffffea00ull,
+	0xfffff600ull,	0xfffff800ull, 0xfffffbc0ull, 0xfffffe20ull, 0xfffffff0ull, 0xfffffff0ull,
+	0x100000000ull,
 };
 
-static const struct { const char *name, *value; } hpack_static[HPACK_STATIC_ENTRIES + 1] = {
+static const struct {
+	const char *name, *value;
+} hpack_static[HPACK_STATIC_ENTRIES + 1] = {
 	{ "", "" },
 	{ ":authority", "" },
 	{ ":method", "GET" },
@@ -110,7 +114,7 @@ static const struct { const char *name, *value; } hpack_static[HPACK_STATIC_ENTR
 
 long hpack__huffman_decode(const uint8_t *src, size_t len, char *dst, size_t cap)
 {
-	uint64_t bits = 0;	/* pending bits, right-aligned */
+	uint64_t bits = 0; /* pending bits, right-aligned */
 	unsigned nbits = 0;
 	size_t in = 0;
 	long out = 0;
@@ -130,7 +134,8 @@ long hpack__huffman_decode(const uint8_t *src, size_t len, char *dst, size_t cap
 		if (nbits >= 32)
 			peek = (bits >> (nbits - 32)) & 0xffffffffull;
 		else
-			peek = ((bits << (32 - nbits)) | ((1ull << (32 - nbits)) - 1)) & 0xffffffffull;
+			peek =
+			    ((bits << (32 - nbits)) | ((1ull << (32 - nbits)) - 1)) & 0xffffffffull;
 		unsigned l = 5;
 		while (l <= 30 && peek >= huffman_limit[l])
 			l++;
@@ -138,7 +143,8 @@ long hpack__huffman_decode(const uint8_t *src, size_t len, char *dst, size_t cap
 			return -EBADMSG;
 		if (l > nbits) {
 			/* Only padding (at most 7 one bits) may be left. */
-			if (in < len || nbits > 7 || (bits & ((1u << nbits) - 1)) != (1u << nbits) - 1)
+			if (in < len || nbits > 7 ||
+			    (bits & ((1u << nbits) - 1)) != (1u << nbits) - 1)
 				return -EBADMSG;
 			return out;
 		}
@@ -246,8 +252,8 @@ static int reserve(struct hpack_decoder *dec, uint32_t n)
 	return 0;
 }
 
-static void table_insert(struct hpack_decoder *dec, const struct hpack_header *h, uint64_t name_real,
-			 uint64_t value_real)
+static void table_insert(struct hpack_decoder *dec, const struct hpack_header *h,
+			 uint64_t name_real, uint64_t value_real)
 {
 	uint64_t size = name_real + value_real + 32;
 
@@ -279,7 +285,8 @@ static void table_insert(struct hpack_decoder *dec, const struct hpack_header *h
 	e->value_len = (uint32_t)h->value_len;
 	e->size = (uint32_t)size;
 	e->name_real = (uint32_t)name_real;
-	e->flags = (uint8_t)(h->flags & (HPACK_NAME_UNKNOWN | HPACK_VALUE_UNKNOWN | HPACK_TRUNCATED));
+	e->flags =
+	    (uint8_t)(h->flags & (HPACK_NAME_UNKNOWN | HPACK_VALUE_UNKNOWN | HPACK_TRUNCATED));
 	dec->count++;
 	dec->size += (uint32_t)size;
 }
@@ -419,21 +426,23 @@ int hpack_decoder__decode(struct hpack_decoder *dec, const uint8_t *buf, size_t 
 				if (lookup(dec, index, &h, &name_real, &value_real))
 					return -EBADMSG;
 				/* Copy the name: the table may move when this entry is inserted. */
-				size_t n = h.name_len < HPACK_MAX_STRING ? h.name_len : HPACK_MAX_STRING;
+				size_t n =
+				    h.name_len < HPACK_MAX_STRING ? h.name_len : HPACK_MAX_STRING;
 				memmove(dec->scratch, h.name, n);
 				h.name = dec->scratch;
 				h.name_len = n;
 				h.flags &= ~(unsigned)(HPACK_VALUE_UNKNOWN);
 			} else {
-				if (read_string(buf, len, &pos, dec->scratch, HPACK_MAX_STRING, &stored,
-						&name_real))
+				if (read_string(buf, len, &pos, dec->scratch, HPACK_MAX_STRING,
+						&stored, &name_real))
 					return -EBADMSG;
 				h.name = dec->scratch;
 				h.name_len = stored;
 				h.flags = name_real > stored ? HPACK_TRUNCATED : 0;
 			}
 			char *vdst = dec->scratch + HPACK_MAX_STRING;
-			if (read_string(buf, len, &pos, vdst, HPACK_MAX_STRING, &stored, &value_real))
+			if (read_string(buf, len, &pos, vdst, HPACK_MAX_STRING, &stored,
+					&value_real))
 				return -EBADMSG;
 			h.value = vdst;
 			h.value_len = stored;

@@ -23,14 +23,14 @@
 #define HPACK_MAX_STRING 8192
 
 enum hpack_header_flags {
-	HPACK_NAME_UNKNOWN = 1 << 0,	/* referenced a dynamic entry inserted before we saw it */
+	HPACK_NAME_UNKNOWN = 1 << 0, /* referenced a dynamic entry inserted before we saw it */
 	HPACK_VALUE_UNKNOWN = 1 << 1,
-	HPACK_TRUNCATED = 1 << 2,	/* name or value cut at HPACK_MAX_STRING */
-	HPACK_NEVER_INDEXED = 1 << 3,	/* the encoder marked it sensitive */
+	HPACK_TRUNCATED = 1 << 2,     /* name or value cut at HPACK_MAX_STRING */
+	HPACK_NEVER_INDEXED = 1 << 3, /* the encoder marked it sensitive */
 };
 
 struct hpack_header {
-	const char *name;	/* not NUL-terminated; "" when unknown */
+	const char *name; /* not NUL-terminated; "" when unknown */
 	size_t name_len;
 	const char *value;
 	size_t value_len;
@@ -41,27 +41,27 @@ struct hpack_header {
 typedef int (*hpack_header_cb)(const struct hpack_header *header, void *ctx);
 
 struct hpack_entry {
-	uint32_t offset;	/* into data */
-	uint32_t name_len;	/* stored bytes (may be less than the real length when cut) */
+	uint32_t offset;   /* into data */
+	uint32_t name_len; /* stored bytes (may be less than the real length when cut) */
 	uint32_t value_len;
-	uint32_t size;		/* RFC size: real name + value lengths + 32 */
-	uint32_t name_real;	/* real name length */
+	uint32_t size;	    /* RFC size: real name + value lengths + 32 */
+	uint32_t name_real; /* real name length */
 	uint8_t flags;
 };
 
 /* Zero-initialise, then hpack_decoder__reset(); free with hpack_decoder__free(). */
 struct hpack_decoder {
-	bool tolerant;		/* started mid-connection or lost a block: unknown refs expected */
-	bool size_known;	/* max_size came from the start of the connection or a size update */
-	uint32_t max_size;	/* current table size limit */
-	uint32_t size;		/* sum of entry sizes */
-	uint32_t head;		/* ring index of the newest entry */
-	uint32_t count;		/* entries we know */
+	bool tolerant;	   /* started mid-connection or lost a block: unknown refs expected */
+	bool size_known;   /* max_size came from the start of the connection or a size update */
+	uint32_t max_size; /* current table size limit */
+	uint32_t size;	   /* sum of entry sizes */
+	uint32_t head;	   /* ring index of the newest entry */
+	uint32_t count;	   /* entries we know */
 	struct hpack_entry entries[HPACK_MAX_ENTRIES];
-	uint8_t *data;		/* entry bytes, oldest first, appended at data_end */
+	uint8_t *data; /* entry bytes, oldest first, appended at data_end */
 	uint32_t data_cap;
 	uint32_t data_end;
-	uint64_t unknown_refs;	/* references to entries we never saw */
+	uint64_t unknown_refs; /* references to entries we never saw */
 	char scratch[2 * HPACK_MAX_STRING];
 };
 

@@ -8,8 +8,8 @@
 
 #include "http1.h"
 
-static const char *const methods[] = { "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD",
-				       "OPTIONS", "CONNECT", "TRACE" };
+static const char *const methods[] = { "GET",  "POST",	  "PUT",     "PATCH", "DELETE",
+				       "HEAD", "OPTIONS", "CONNECT", "TRACE" };
 
 int http1__sniff(const uint8_t *buf, size_t len)
 {
@@ -182,7 +182,7 @@ static void line_done(struct http1_conn *c, int dir, uint64_t ts)
 	switch (d->state) {
 	case HTTP1_START:
 		if (!d->line_len)
-			return;	/* stray CRLF between messages */
+			return; /* stray CRLF between messages */
 		if (!start_line(c, dir, ts)) {
 			lost(c, dir);
 			return;
@@ -241,7 +241,7 @@ static void resync(struct http1_conn *c, int dir, uint64_t ts)
 			continue;
 		size_t left = d->rlen - i;
 		if (left < 10 && d->rlen < HTTP1_RESYNC_BUFFER)
-			return;	/* too few bytes to judge; wait */
+			return; /* too few bytes to judge; wait */
 		int kind = http1__sniff(b + i, left);
 		bool chunk = false;
 		uint32_t j = i;

@@ -11,29 +11,29 @@
 
 #define HTTP1_MAX_LINE 8192
 #define HTTP1_MAX_HEADERS_BYTES (64u * 1024)
-#define HTTP1_MAX_PENDING 32	/* pipelined requests whose responses are awaited */
+#define HTTP1_MAX_PENDING 32 /* pipelined requests whose responses are awaited */
 #define HTTP1_RESYNC_BUFFER 4096
 
 enum http1_state {
-	HTTP1_START = 0,	/* at the start of a message */
+	HTTP1_START = 0, /* at the start of a message */
 	HTTP1_HEADERS,
 	HTTP1_BODY_LENGTH,
 	HTTP1_CHUNK_SIZE,
 	HTTP1_CHUNK_DATA,
-	HTTP1_CHUNK_DATA_END,	/* the CRLF after a chunk */
+	HTTP1_CHUNK_DATA_END, /* the CRLF after a chunk */
 	HTTP1_TRAILERS,
-	HTTP1_BODY_CLOSE,	/* until the connection closes */
+	HTTP1_BODY_CLOSE, /* until the connection closes */
 	HTTP1_RESYNC,
 };
 
 struct http1_start {
 	bool request;
-	bool resynced_body;	/* found by a chunk header: a message whose start we did not see */
-	const char *method;	/* requests */
+	bool resynced_body; /* found by a chunk header: a message whose start we did not see */
+	const char *method; /* requests */
 	const char *target;
-	int status;		/* responses */
+	int status; /* responses */
 	const char *reason;
-	const char *request_method;	/* responses: the method of the request answered */
+	const char *request_method; /* responses: the method of the request answered */
 };
 
 struct http1_callbacks {
@@ -52,14 +52,14 @@ struct http1_dir {
 	uint32_t line_len;
 	bool line_overflow;
 	uint32_t header_bytes;
-	uint64_t remaining;	/* body or chunk bytes left */
+	uint64_t remaining; /* body or chunk bytes left */
 	bool chunked;
 	bool has_length;
 	uint64_t content_length;
 	bool request;
-	bool no_body;		/* HEAD response, 1xx, 204, 304 */
-	bool client;		/* sends requests */
-	bool known;		/* client or server decided */
+	bool no_body; /* HEAD response, 1xx, 204, 304 */
+	bool client;  /* sends requests */
+	bool known;   /* client or server decided */
 	uint64_t messages;
 	uint64_t resyncs;
 	uint64_t bytes_skipped;

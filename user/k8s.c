@@ -47,7 +47,7 @@ static enum k8s_kind kind_from_name(const char *kind)
 }
 
 /* Walks every field of a message, calling fn for each; -EBADMSG when malformed. */
-#define FOR_EACH_FIELD(buf, len, f, err)                                                          \
+#define FOR_EACH_FIELD(buf, len, f, err)                                                           \
 	for (struct pb_reader r_ = { (buf), (len), 0 }; ((err) = pb_reader__next(&r_, &(f))) == 1;)
 
 static int decode_meta(const uint8_t *buf, size_t len, struct k8s_meta *m, bool *deleting)
@@ -65,7 +65,7 @@ static int decode_meta(const uint8_t *buf, size_t len, struct k8s_meta *m, bool 
 			break;
 		case 2:
 			if (!m->name[0])
-				COPY(m->name, &f);	/* generateName until the name is set */
+				COPY(m->name, &f); /* generateName until the name is set */
 			break;
 		case 3:
 			COPY(m->namespace, &f);
@@ -142,7 +142,8 @@ static int decode_pod(const uint8_t *buf, size_t len, struct k8s_object *o)
 					continue;
 				if (g.number == 1)
 					COPY(o->pod.phase, &g);
-				else if (g.number == 2 && decode_pod_condition(g.data, g.len, &o->pod))
+				else if (g.number == 2 &&
+					 decode_pod_condition(g.data, g.len, &o->pod))
 					cond_err = -EBADMSG;
 			}
 			if (!err2)
@@ -361,7 +362,8 @@ bool k8s__looks_like_watch_frame(const uint8_t *buf, size_t len)
 {
 	if (len < 4 + 2)
 		return false;
-	uint32_t n = (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3];
+	uint32_t n =
+	    (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3];
 	if (n < 2 || n > K8S_OBJECT_MAX)
 		return false;
 	buf += 4;
@@ -390,7 +392,7 @@ static void json_meta(json_t *meta, struct k8s_meta *m, bool *deleting)
 	json_copy_string(m->namespace, sizeof(m->namespace), json_object_get(meta, "namespace"));
 	json_copy_string(m->uid, sizeof(m->uid), json_object_get(meta, "uid"));
 	json_copy_string(m->resource_version, sizeof(m->resource_version),
-		  json_object_get(meta, "resourceVersion"));
+			 json_object_get(meta, "resourceVersion"));
 	if (deleting && json_object_get(meta, "deletionTimestamp"))
 		*deleting = true;
 }
@@ -404,9 +406,10 @@ static void json_pod(json_t *obj, struct k8s_object *o)
 
 	o->kind = K8S_KIND_POD;
 	json_meta(json_object_get(obj, "metadata"), &o->meta, &o->pod.deleting);
-	json_copy_string(o->pod.node_name, sizeof(o->pod.node_name), json_object_get(spec, "nodeName"));
+	json_copy_string(o->pod.node_name, sizeof(o->pod.node_name),
+			 json_object_get(spec, "nodeName"));
 	json_copy_string(o->pod.scheduler_name, sizeof(o->pod.scheduler_name),
-		  json_object_get(spec, "schedulerName"));
+			 json_object_get(spec, "schedulerName"));
 	json_copy_string(o->pod.phase, sizeof(o->pod.phase), json_object_get(status, "phase"));
 	json_array_foreach(json_object_get(status, "conditions"), i, cond)
 	{
@@ -415,9 +418,9 @@ static void json_pod(json_t *obj, struct k8s_object *o)
 			continue;
 		o->pod.has_scheduled = true;
 		json_copy_string(o->pod.scheduled_status, sizeof(o->pod.scheduled_status),
-			  json_object_get(cond, "status"));
+				 json_object_get(cond, "status"));
 		json_copy_string(o->pod.scheduled_reason, sizeof(o->pod.scheduled_reason),
-			  json_object_get(cond, "reason"));
+				 json_object_get(cond, "reason"));
 	}
 }
 
@@ -462,12 +465,13 @@ static void json_table_row(json_t *table, size_t i, struct k8s_object *o,
 			status_col = 2;
 		if (node_col >= 0)
 			json_copy_string(o->row.node_name, sizeof(o->row.node_name),
-				  json_array_get(cells, (size_t)node_col));
+					 json_array_get(cells, (size_t)node_col));
 		if (status_col >= 0)
 			json_copy_string(o->row.status, sizeof(o->row.status),
-				  json_array_get(cells, (size_t)status_col));
+					 json_array_get(cells, (size_t)status_col));
 		if (!o->meta.name[0])
-			json_copy_string(o->meta.name, sizeof(o->meta.name), json_array_get(cells, 0));
+			json_copy_string(o->meta.name, sizeof(o->meta.name),
+					 json_array_get(cells, 0));
 	}
 	json_meta(json_object_get(json_object_get(row, "object"), "metadata"), &o->meta, NULL);
 }
@@ -478,7 +482,8 @@ static void json_object_into(json_t *obj, struct k8s_object *o, struct k8s_table
 
 	json_copy_string(kind, sizeof(kind), json_object_get(obj, "kind"));
 	memcpy(o->kind_name, kind, sizeof(kind));
-	json_copy_string(o->api_version, sizeof(o->api_version), json_object_get(obj, "apiVersion"));
+	json_copy_string(o->api_version, sizeof(o->api_version),
+			 json_object_get(obj, "apiVersion"));
 	o->encoding = K8S_ENCODING_JSON;
 	switch (kind_from_name(kind)) {
 	case K8S_KIND_POD:
@@ -489,18 +494,20 @@ static void json_object_into(json_t *obj, struct k8s_object *o, struct k8s_table
 		o->kind = K8S_KIND_BINDING;
 		json_meta(json_object_get(obj, "metadata"), &o->meta, NULL);
 		json_copy_string(o->binding.target_kind, sizeof(o->binding.target_kind),
-			  json_object_get(target, "kind"));
+				 json_object_get(target, "kind"));
 		json_copy_string(o->binding.target_name, sizeof(o->binding.target_name),
-			  json_object_get(target, "name"));
+				 json_object_get(target, "name"));
 		break;
 	}
 	case K8S_KIND_STATUS:
 		o->kind = K8S_KIND_STATUS;
 		o->status.code = (int32_t)json_integer_value(json_object_get(obj, "code"));
-		json_copy_string(o->status.status, sizeof(o->status.status), json_object_get(obj, "status"));
-		json_copy_string(o->status.reason, sizeof(o->status.reason), json_object_get(obj, "reason"));
+		json_copy_string(o->status.status, sizeof(o->status.status),
+				 json_object_get(obj, "status"));
+		json_copy_string(o->status.reason, sizeof(o->status.reason),
+				 json_object_get(obj, "reason"));
 		json_copy_string(o->status.message, sizeof(o->status.message),
-			  json_object_get(obj, "message"));
+				 json_object_get(obj, "message"));
 		break;
 	case K8S_KIND_TABLE_ROW:
 		json_table_row(obj, 0, o, cols);

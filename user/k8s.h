@@ -11,7 +11,7 @@
 
 #define K8S_MAGIC "k8s\0"
 #define K8S_MAGIC_LEN 4
-#define K8S_NAME_MAX 254	/* DNS subdomain (253) + NUL */
+#define K8S_NAME_MAX 254 /* DNS subdomain (253) + NUL */
 #define K8S_NAMESPACE_MAX 64
 #define K8S_UID_MAX 40
 #define K8S_RV_MAX 24
@@ -27,9 +27,9 @@ enum k8s_kind {
 	K8S_KIND_POD,
 	K8S_KIND_BINDING,
 	K8S_KIND_STATUS,
-	K8S_KIND_TABLE_ROW,	/* one row of a meta.k8s.io Table (kubectl get -w) */
-	K8S_KIND_SECRET,	/* never decoded: its data stays out of every output */
-	K8S_KIND_OTHER,		/* a kind we do not look into; kind_name and meta are set */
+	K8S_KIND_TABLE_ROW, /* one row of a meta.k8s.io Table (kubectl get -w) */
+	K8S_KIND_SECRET,    /* never decoded: its data stays out of every output */
+	K8S_KIND_OTHER,	    /* a kind we do not look into; kind_name and meta are set */
 };
 
 enum k8s_encoding {
@@ -49,30 +49,30 @@ struct k8s_pod {
 	char node_name[K8S_NAME_MAX];
 	char scheduler_name[K8S_KIND_MAX];
 	char phase[32];
-	bool has_scheduled;		/* a PodScheduled condition is present */
-	char scheduled_status[16];	/* "True", "False", "Unknown" */
-	char scheduled_reason[K8S_REASON_MAX];	/* e.g. "Unschedulable" */
-	bool deleting;			/* deletionTimestamp set */
+	bool has_scheduled;		       /* a PodScheduled condition is present */
+	char scheduled_status[16];	       /* "True", "False", "Unknown" */
+	char scheduled_reason[K8S_REASON_MAX]; /* e.g. "Unschedulable" */
+	bool deleting;			       /* deletionTimestamp set */
 };
 
 struct k8s_binding {
-	char target_kind[K8S_KIND_MAX];	/* "Node" */
-	char target_name[K8S_NAME_MAX];	/* the node */
+	char target_kind[K8S_KIND_MAX]; /* "Node" */
+	char target_name[K8S_NAME_MAX]; /* the node */
 };
 
 struct k8s_status {
 	int32_t code;
-	char status[16];	/* "Success" / "Failure" */
+	char status[16]; /* "Success" / "Failure" */
 	char reason[K8S_REASON_MAX];
 	char message[K8S_MESSAGE_MAX];
 };
 
 struct k8s_table_row {
-	uint32_t index;		/* row number in its Table */
-	uint32_t rows;		/* rows in the Table */
+	uint32_t index; /* row number in its Table */
+	uint32_t rows;	/* rows in the Table */
 	uint32_t cells;
-	char status[32];	/* the "Status" column */
-	char node_name[K8S_NAME_MAX];	/* the "Node" column; "<none>" when unscheduled */
+	char status[32];	      /* the "Status" column */
+	char node_name[K8S_NAME_MAX]; /* the "Node" column; "<none>" when unscheduled */
 };
 
 struct k8s_object {
@@ -90,13 +90,13 @@ struct k8s_object {
 };
 
 struct k8s_watch_event {
-	char type[K8S_WATCH_TYPE_MAX];	/* ADDED, MODIFIED, DELETED, BOOKMARK, ERROR */
+	char type[K8S_WATCH_TYPE_MAX]; /* ADDED, MODIFIED, DELETED, BOOKMARK, ERROR */
 	struct k8s_object object;
 };
 
 /* State a Table stream keeps between events: the column definitions come with the first. */
 struct k8s_table_columns {
-	int node;	/* index of the "Node" column, -1 unknown */
+	int node; /* index of the "Node" column, -1 unknown */
 	int status;
 };
 

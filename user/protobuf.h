@@ -29,9 +29,9 @@ struct pb_reader {
 struct pb_field {
 	uint32_t number;
 	enum pb_wire_type type;
-	uint64_t varint;	/* PB_WT_VARINT, PB_WT_I64, PB_WT_I32 */
-	const uint8_t *data;	/* PB_WT_LEN */
-	size_t len;		/* PB_WT_LEN */
+	uint64_t varint;     /* PB_WT_VARINT, PB_WT_I64, PB_WT_I32 */
+	const uint8_t *data; /* PB_WT_LEN */
+	size_t len;	     /* PB_WT_LEN */
 };
 
 static inline void pb_reader__init(struct pb_reader *r, const void *buf, size_t len)

@@ -6,15 +6,23 @@
 #include "redact.h"
 
 static const char *const sensitive_headers[] = {
-	"authorization", "proxy-authorization", "cookie", "set-cookie", "x-auth-token",
-	"x-api-key", "x-remote-extra-token", "impersonate-extra-token", "www-authenticate",
+	"authorization",
+	"proxy-authorization",
+	"cookie",
+	"set-cookie",
+	"x-auth-token",
+	"x-api-key",
+	"x-remote-extra-token",
+	"impersonate-extra-token",
+	"www-authenticate",
 	"proxy-authenticate",
 };
 
 bool redact__header_is_sensitive(const char *name, size_t n)
 {
 	for (size_t i = 0; i < sizeof(sensitive_headers) / sizeof(sensitive_headers[0]); i++)
-		if (strlen(sensitive_headers[i]) == n && !strncasecmp(sensitive_headers[i], name, n))
+		if (strlen(sensitive_headers[i]) == n &&
+		    !strncasecmp(sensitive_headers[i], name, n))
 			return true;
 	/* Anything that names itself a token, secret or password. */
 	char lower[64];
@@ -70,7 +78,7 @@ void redact__header_value(const char *name, size_t name_len, const char *value, 
 
 static bool sensitive_param(const char *k, size_t n)
 {
-	static const char *const params[] = { "access_token", "token", "password", "secret",
+	static const char *const params[] = { "access_token",  "token",	   "password",	   "secret",
 					      "client_secret", "id_token", "refresh_token" };
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
 		if (strlen(params[i]) == n && !strncasecmp(params[i], k, n))

@@ -10,14 +10,17 @@
 
 struct seen {
 	int n;
-	struct decoded_msg *m;	/* copies */
+	struct decoded_msg *m; /* copies */
 	int kinds[16];
 	int binds;
 	int secrets;
 };
 
 static const char *const secrets[] = {
-	"eyJhbGciOiJSUzI1NiJ9", "c2VjcmV0LXRva2VuLXZhbHVl", "SUPERSECRETVALUE", "SECRETCOOKIE",
+	"eyJhbGciOiJSUzI1NiJ9",
+	"c2VjcmV0LXRva2VuLXZhbHVl",
+	"SUPERSECRETVALUE",
+	"SECRETCOOKIE",
 };
 
 static void collect(const struct decoded_msg *m, void *ctx)
@@ -145,8 +148,8 @@ static void check_etcd(const struct seen *s)
 	}
 	m = find(s, DECODED_GRPC_REQUEST, 0);
 	CHECK(m && m->body_kind == BODY_ETCD_WATCH_REQUEST &&
-		      m->body.watch_request.kind == ETCD_WATCH_CREATE &&
-		      !strcmp(m->body.watch_request.key, "/registry/pods/"),
+		  m->body.watch_request.kind == ETCD_WATCH_CREATE &&
+		  !strcmp(m->body.watch_request.key, "/registry/pods/"),
 	      "watch create");
 	int secret_txn = 0;
 	for (int i = 0; i < s->n; i++)
@@ -168,10 +171,10 @@ static void check_gap(const struct seen *s)
 			events++;
 	}
 	CHECK(after > 0, "messages after the gap are marked unreliable");
-	CHECK_INT(events, 3);	/* web-0 before, web-1 lost in the gap, web-2 and web-3 after */
+	CHECK_INT(events, 3); /* web-0 before, web-1 lost in the gap, web-2 and web-3 after */
 	const struct decoded_msg *m = find(s, DECODED_ETCD_WATCH_EVENT, 2);
-	CHECK(m && m->unreliable && !strcmp(m->body.etcd_watch.event.kv.key,
-						"/registry/pods/default/web-3"),
+	CHECK(m && m->unreliable &&
+		  !strcmp(m->body.etcd_watch.event.kv.key, "/registry/pods/default/web-3"),
 	      "resynced after the gap");
 }
 
@@ -179,8 +182,8 @@ static void check_watch_json(const struct seen *s)
 {
 	const struct decoded_msg *m = find(s, DECODED_WATCH_EVENT, 1);
 	CHECK(m && m->body.watch.object.kind == K8S_KIND_POD &&
-		      m->body.watch.object.encoding == K8S_ENCODING_JSON &&
-		      !strcmp(m->body.watch.object.pod.node_name, "node-1"),
+		  m->body.watch.object.encoding == K8S_ENCODING_JSON &&
+		  !strcmp(m->body.watch.object.pod.node_name, "node-1"),
 	      "json watch event");
 }
 
@@ -201,7 +204,7 @@ static void check_http1(const struct seen *s)
 {
 	const struct decoded_msg *m = find(s, DECODED_REQUEST, 0);
 	CHECK(m && m->proto == CONN_PROTO_HTTP1 && m->body.k8s.kind == K8S_KIND_BINDING &&
-		      !strcmp(m->body.k8s.binding.target_name, "node-2"),
+		  !strcmp(m->body.k8s.binding.target_name, "node-2"),
 	      "http/1.1 bind");
 	m = find(s, DECODED_RESPONSE, 0);
 	CHECK(m && m->http.status == 201 && m->body.k8s.status.code == 201, "http/1.1 201");
@@ -220,7 +223,8 @@ static void check_midstream(const struct seen *s)
 	}
 	CHECK(bind_responses >= 3, "responses found after resync: %d", bind_responses);
 	CHECK(s->binds >= 1, "a bind request decoded despite unknown HPACK entries");
-	CHECK(s->kinds[DECODED_WATCH_EVENT] >= 6, "watch events: %d", s->kinds[DECODED_WATCH_EVENT]);
+	CHECK(s->kinds[DECODED_WATCH_EVENT] >= 6, "watch events: %d",
+	      s->kinds[DECODED_WATCH_EVENT]);
 }
 
 static const struct {
@@ -248,8 +252,8 @@ int main(void)
 		struct seen whole;
 		CHECK_INT(replay(cases[i].name, 0, &whole), 0);
 		if (cases[i].messages >= 0)
-			CHECK(whole.n == cases[i].messages, "%s: %d messages, want %d", cases[i].name,
-			      whole.n, cases[i].messages);
+			CHECK(whole.n == cases[i].messages, "%s: %d messages, want %d",
+			      cases[i].name, whole.n, cases[i].messages);
 		CHECK(whole.binds == cases[i].binds, "%s: %d binds, want %d", cases[i].name,
 		      whole.binds, cases[i].binds);
 		CHECK(whole.secrets == 0, "%s: %d messages carry a secret", cases[i].name,
@@ -257,7 +261,7 @@ int main(void)
 		for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
 			struct seen s;
 			if (pieces[p] == 1 && !strcmp(cases[i].name, "many_binds.jsonl"))
-				continue;	/* slow under ASan; the small ones cover it */
+				continue; /* slow under ASan; the small ones cover it */
 			CHECK_INT(replay(cases[i].name, pieces[p], &s), 0);
 			if (cases[i].check)
 				cases[i].check(&s);
@@ -268,10 +272,11 @@ int main(void)
 				struct decoded_msg a = s.m[k], b = whole.m[k];
 				/* Cutting moves when a message's last byte arrives, nothing else. */
 				CHECK(a.kind == b.kind && a.body_kind == b.body_kind &&
-					      a.stream_id == b.stream_id &&
-					      a.ts_first_ns == b.ts_first_ns &&
-					      !memcmp(&a.http, &b.http, sizeof(a.http)),
-				      "%s piece %zu: message %d differs", cases[i].name, pieces[p], k);
+					  a.stream_id == b.stream_id &&
+					  a.ts_first_ns == b.ts_first_ns &&
+					  !memcmp(&a.http, &b.http, sizeof(a.http)),
+				      "%s piece %zu: message %d differs", cases[i].name, pieces[p],
+				      k);
 			}
 			free(s.m);
 		}

@@ -185,7 +185,7 @@ int main(void)
 	hb[hn++] = 3;
 	memcpy(hb + hn, "\x00\x00\x00\x00\x10", 5);
 	hn += 5;
-	hb[hn++] = 0x83;	/* :method POST */
+	hb[hn++] = 0x83; /* :method POST */
 	hn += lit(hb + hn, ":path", "/a");
 	memset(hb + hn, 0, 3);
 	hn += 3;
@@ -226,8 +226,8 @@ int main(void)
 	raw(&mid, "\x17\x99garbage bytes of some DATA\xff\x00\x01", 31);
 	frame(&mid, H2_DATA, 0, 7, "tail", 4);
 	hn = 0;
-	hb[hn++] = 0xbe;	/* dynamic index 62: inserted before capture */
-	hb[hn++] = 0x88;	/* :status 200 */
+	hb[hn++] = 0xbe; /* dynamic index 62: inserted before capture */
+	hb[hn++] = 0x88; /* :status 200 */
 	frame(&mid, H2_HEADERS, H2_FLAG_END_HEADERS, 9, hb, hn);
 	frame(&mid, H2_DATA, H2_FLAG_END_STREAM, 9, "ok", 2);
 	for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
@@ -242,10 +242,10 @@ int main(void)
 	frame(&g, H2_DATA, H2_FLAG_END_STREAM, 3, "xyz", 3);
 	frame(&g, H2_DATA, 0, 5, "after", 5);
 	frame(&g, H2_DATA, 0, 7, "more", 4);
-	run(&g, 0, true, &e, 12, 4);	/* 3 payload bytes of stream 1 lost */
+	run(&g, 0, true, &e, 12, 4); /* 3 payload bytes of stream 1 lost */
 	CHECK(!strcmp(e.log, "D0/1 012;L0/1;D0/1 789;D0/3 xyz;Z0/3;D0/5 after;D0/7 more;"),
 	      "gap in payload: %s", e.log);
-	run(&g, 0, true, &e, 12, 12);	/* runs into the next frame's header */
+	run(&g, 0, true, &e, 12, 12); /* runs into the next frame's header */
 	CHECK(strstr(e.log, "L0/0;") && strstr(e.log, "D0/5 after;D0/7 more;"), "gap across: %s",
 	      e.log);
 	run(&g, 1, true, &e, 12, 12);

@@ -95,9 +95,9 @@ static void test_rfc_examples(void)
 static void test_huffman_bad(void)
 {
 	char out[16];
-	const uint8_t eos[] = { 0xff, 0xff, 0xff, 0xff };	/* contains EOS */
-	const uint8_t pad0[] = { 0x00 };			/* '0' then zero padding */
-	const uint8_t good[] = { 0x07 };			/* '0' then 3 one bits */
+	const uint8_t eos[] = { 0xff, 0xff, 0xff, 0xff }; /* contains EOS */
+	const uint8_t pad0[] = { 0x00 };		  /* '0' then zero padding */
+	const uint8_t good[] = { 0x07 };		  /* '0' then 3 one bits */
 	CHECK(hpack__huffman_decode(eos, sizeof(eos), out, sizeof(out)) < 0, "eos");
 	CHECK(hpack__huffman_decode(pad0, sizeof(pad0), out, sizeof(out)) < 0, "zero padding");
 	CHECK_INT(hpack__huffman_decode(good, sizeof(good), out, sizeof(out)), 1);
@@ -206,7 +206,8 @@ static void test_against_nghttp2(size_t table_size, int late_start)
 					mismatches++;
 				continue;
 			}
-			if (strcmp(got.name[k], want.name[k]) || strcmp(got.value[k], want.value[k]))
+			if (strcmp(got.name[k], want.name[k]) ||
+			    strcmp(got.value[k], want.value[k]))
 				mismatches++;
 			if (i > late_start + 20)
 				known_after_refill++;

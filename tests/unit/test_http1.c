@@ -24,7 +24,8 @@ static void on_start(void *ctx, int dir, const struct http1_start *s, uint64_t t
 	if (s->request)
 		snprintf(b, sizeof(b), "S%d %s %s;", dir, s->method, s->target);
 	else
-		snprintf(b, sizeof(b), "S%d %d%s;", dir, s->status, s->resynced_body ? " resync" : "");
+		snprintf(b, sizeof(b), "S%d %d%s;", dir, s->status,
+			 s->resynced_body ? " resync" : "");
 	add(ctx, "%.*s%.*s", b, strlen(b), "", 0);
 }
 
@@ -65,8 +66,8 @@ static const struct http1_callbacks cbs = { on_start, on_header, on_headers_end,
 static const struct {
 	const char *name;
 	bool from_start;
-	const char *out;	/* dir 0 */
-	const char *in;		/* dir 1, fed after dir 0 */
+	const char *out; /* dir 0 */
+	const char *in;	 /* dir 1, fed after dir 0 */
 	const char *want;
 } cases[] = {
 	{ "content-length", true,
@@ -109,8 +110,9 @@ int main(void)
 			l.s[l.n] = 0;
 			/* Mid-connection resync needs the whole line start in view: only whole. */
 			if (cases[i].from_start || piece == 0 || piece >= 16)
-				CHECK(!strcmp(l.s, cases[i].want), "%s piece %zu:\n got %s\nwant %s",
-				      cases[i].name, piece, l.s, cases[i].want);
+				CHECK(!strcmp(l.s, cases[i].want),
+				      "%s piece %zu:\n got %s\nwant %s", cases[i].name, piece, l.s,
+				      cases[i].want);
 			free(c);
 		}
 	}

@@ -51,7 +51,7 @@ static void build(int streams)
 		char path[96];
 		size_t n = 0;
 		snprintf(path, sizeof(path), "/api/v1/namespaces/ns/pods/p%d/binding", i);
-		hb[n++] = 0x83;	/* :method POST */
+		hb[n++] = 0x83; /* :method POST */
 		n += lit(hb + n, ":path", path);
 		n += lit(hb + n, "content-type", "application/vnd.kubernetes.protobuf");
 		n += lit(hb + n, "authorization", "Bearer eyJzecret.payload.sig");
@@ -99,7 +99,8 @@ static void on_msg(const struct decoded_msg *m, void *ctx)
 	s->binds++;
 	/* the body must belong to the stream whose path names it */
 	char want[320];
-	snprintf(want, sizeof(want), "/api/v1/namespaces/ns/pods/%s/binding", m->body.k8s.meta.name);
+	snprintf(want, sizeof(want), "/api/v1/namespaces/ns/pods/%s/binding",
+		 m->body.k8s.meta.name);
 	if (strcmp(want, m->http.path))
 		s->wrong++;
 }

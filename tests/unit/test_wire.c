@@ -22,14 +22,20 @@ static void test_protobuf(void)
 	} cases[] = {
 		{ "empty", (const uint8_t *)"", 0, true },
 		{ "varint", (const uint8_t *)"\x08\x96\x01", 3, true },
-		{ "string", (const uint8_t *)"\x12\x03" "abc", 5, true },
-		{ "length past end", (const uint8_t *)"\x12\x05" "abc", 5, false },
+		{ "string",
+		  (const uint8_t *)"\x12\x03"
+				   "abc",
+		  5, true },
+		{ "length past end",
+		  (const uint8_t *)"\x12\x05"
+				   "abc",
+		  5, false },
 		{ "huge length", (const uint8_t *)"\x12\xff\xff\xff\xff\x0f", 6, false },
 		{ "field 0", (const uint8_t *)"\x00\x01", 2, false },
 		{ "group", (const uint8_t *)"\x0b\x0c", 2, false },
 		{ "cut varint", (const uint8_t *)"\x08\x96", 2, false },
-		{ "11-byte varint", (const uint8_t *)"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
-		  12, false },
+		{ "11-byte varint",
+		  (const uint8_t *)"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, false },
 		{ "fixed64", (const uint8_t *)"\x09\x01\x02\x03\x04\x05\x06\x07\x08", 9, true },
 		{ "fixed32 cut", (const uint8_t *)"\x0d\x01\x02", 3, false },
 	};
@@ -38,7 +44,10 @@ static void test_protobuf(void)
 		      cases[i].name);
 	struct pb_reader r;
 	struct pb_field f;
-	pb_reader__init(&r, "\x08\x96\x01\x12\x03" "abc", 8);
+	pb_reader__init(&r,
+			"\x08\x96\x01\x12\x03"
+			"abc",
+			8);
 	CHECK_INT(pb_reader__next(&r, &f), 1);
 	CHECK(f.number == 1 && f.varint == 150, "varint 150");
 	CHECK_INT(pb_reader__next(&r, &f), 1);
@@ -74,8 +83,7 @@ static void envelope(struct pbw *out, const char *kind, const struct pbw *raw)
 	out->n += u.n;
 }
 
-static void make_pod(struct pbw *out, const char *node, const char *cond_status,
-		     const char *reason)
+static void make_pod(struct pbw *out, const char *node, const char *cond_status, const char *reason)
 {
 	static struct pbw m, spec, status, cond, pod;
 	meta(&m, "default", "web-1", "uid-1", "42");
@@ -204,12 +212,14 @@ static void test_k8s(void)
 	/* A Table watch event without column definitions uses the remembered ones. */
 	struct k8s_table_columns cols;
 	k8s_table_columns__init(&cols);
-	const char *t1 = "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Table\",\"columnDefinitions\":["
-			 "{\"name\":\"Name\"},{\"name\":\"Node\"},{\"name\":\"Status\"}],\"rows\":[{"
-			 "\"cells\":[\"p\",\"<none>\",\"Pending\"],\"object\":{\"metadata\":{\"name\":"
-			 "\"p\",\"uid\":\"u1\"}}}]}}";
-	const char *t2 = "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Table\",\"columnDefinitions\":"
-			 "[],\"rows\":[{\"cells\":[\"p\",\"n9\",\"Pending\"]}]}}";
+	const char *t1 =
+	    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Table\",\"columnDefinitions\":["
+	    "{\"name\":\"Name\"},{\"name\":\"Node\"},{\"name\":\"Status\"}],\"rows\":[{"
+	    "\"cells\":[\"p\",\"<none>\",\"Pending\"],\"object\":{\"metadata\":{\"name\":"
+	    "\"p\",\"uid\":\"u1\"}}}]}}";
+	const char *t2 =
+	    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Table\",\"columnDefinitions\":"
+	    "[],\"rows\":[{\"cells\":[\"p\",\"n9\",\"Pending\"]}]}}";
 	CHECK_INT(k8s__decode_watch_event_json(t1, strlen(t1), &we, &cols, NULL, NULL), 1);
 	CHECK_STR(we.object.row.node_name, "<none>");
 	CHECK_STR(we.object.meta.uid, "u1");
@@ -267,7 +277,7 @@ static void test_etcd(void)
 
 	/* A secret's value is never decoded. */
 	kv.n = 0;
-	pbw_str(&kv, 5, "k8s\0junk");	/* value before key: order must not matter */
+	pbw_str(&kv, 5, "k8s\0junk"); /* value before key: order must not matter */
 	pbw_str(&kv, 1, "/registry/secrets/ns/s");
 	ev.n = wr.n = 0;
 	pbw_uint(&ev, 1, 0);
@@ -315,7 +325,8 @@ static void test_framing(void)
 		}
 		CHECK(got.n == 3 && got.lens[0] == 3 && got.lens[1] == 0 && got.lens[2] == 1,
 		      "piece %zu: %d messages", piece, got.n);
-		CHECK(got.first[0] == 100 && got.last[2] == 100 + ((sizeof(in) - 1) / piece) * piece,
+		CHECK(got.first[0] == 100 &&
+			  got.last[2] == 100 + ((sizeof(in) - 1) / piece) * piece,
 		      "piece %zu: timestamps", piece);
 		lp_framer__free(&f);
 	}
@@ -323,8 +334,8 @@ static void test_framing(void)
 	CHECK(lp_framer__feed(&f, (const uint8_t *)"\x07\0\0\0\1", 5, 0, on_msg, NULL) < 0,
 	      "bad flag");
 	CHECK(grpc__is_content_type("application/grpc") &&
-		      grpc__is_content_type("application/grpc+proto") &&
-		      !grpc__is_content_type("application/grpcx"),
+		  grpc__is_content_type("application/grpc+proto") &&
+		  !grpc__is_content_type("application/grpcx"),
 	      "grpc content types");
 	char msg[64];
 	grpc__decode_message("not%20found%0A", msg, sizeof(msg));
@@ -357,7 +368,8 @@ static void test_redact(void)
 		const char *in, *want;
 	} paths[] = {
 		{ "/api/v1/pods", "/api/v1/pods" },
-		{ "/api/v1/pods?watch=true&access_token=abc", "/api/v1/pods?watch=true&access_token=" REDACTED },
+		{ "/api/v1/pods?watch=true&access_token=abc",
+		  "/api/v1/pods?watch=true&access_token=" REDACTED },
 		{ "/x?token=a&b=c", "/x?token=" REDACTED "&b=c" },
 	};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
