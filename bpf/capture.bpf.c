@@ -252,32 +252,130 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 	bpf_loop(MAX_CHUNKS_PER_CALL, emit_chunk, &c, 0);
 }
 
-/* tls.Conn.conn is a net.Conn interface at offset 0: {itab, data}. For a *net.TCPConn, data
- * points at conn{fd *netFD}, and netFD starts with poll.FD whose Sysfd sits at offset 16. Wrappers
- * that embed the net.Conn first (client-go's connrotation) add one more interface hop. */
+/* From a *tls.Conn to its socket. tls.Conn.conn (offset 0) is a net.Conn interface {itab, data}.
+ * For a *net.TCPConn, data points at conn{fd *netFD}; netFD begins with poll.FD, whose Sysfd is at
+ * 16 and whose IsStream, ZeroReadIsEOF, isFile flags are at 48..50 (the same in Go 1.17 to
+ * 1.26). Programs often wrap the TCP connection: client-go's connrotation (closableConn{onClose;
+ * net.Conn}), cmux's MuxConn{net.Conn}, etcd's limitListenerConn{net.Conn} around
+ * keepAliveConn{*net.TCPConn}... each holds the inner connection as an interface at offset 0 or
+ * 8, or as a pointer at offset 0. So the pointers form a small ternary tree: node 0 is
+ * tls.Conn.conn's data; node i's children 3i+1, 3i+2, 3i+3 are the interface data at offset 0,
+ * the interface data at offset 8, and the pointer at offset 0 of the struct it points at. The
+ * first node that leads to a poll.FD with the TCP flags and a socket descriptor of this process
+ * wins; the answer is cached per *tls.Conn. */
+#define CONN_TREE_NODES 40 /* depth 3 */
+
+struct conn_tree {
+	__u64 ptr[CONN_TREE_NODES];
+};
+
+/* Too big for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct conn_tree);
+} conn_trees SEC(".maps");
+
+struct conn_search {
+	struct conn_tree *tree;
+	__u32 tgid;
+	int fd;
+	__u64 ino;
+	struct conn_state *st;
+};
+
+struct tls_conn_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 tls_conn;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tls_conn_key);
+	__type(value, __s32); /* fd */
+} tls_conn_fds SEC(".maps");
+
+static __always_inline int netfd_socket(__u64 netfd)
+{
+	__s64 fd = -1;
+	__u8 flags[3] = {};
+
+	if (!netfd || bpf_probe_read_user(&fd, sizeof(fd), (void *)(netfd + 16)) || fd < 0 ||
+	    fd >= 1 << 20)
+		return -1;
+	if (bpf_probe_read_user(flags, sizeof(flags), (void *)(netfd + 48)) || flags[0] != 1 ||
+	    flags[1] != 1 || flags[2] != 0)
+		return -1;
+	return (int)fd;
+}
+
+static long conn_search_node(__u32 index, struct conn_search *s)
+{
+	__u64 i = index, parent, iface_data = 0, netfd = 0, node = 0;
+	int fd;
+
+	/* Keep the verifier's bounds on the very register used as the index. */
+	asm volatile("" : "+r"(i));
+	if (i >= CONN_TREE_NODES)
+		return 1;
+	if (i > 0) {
+		__u64 kind = (i - 1) % 3, at = kind == 0 ? 8 : kind == 1 ? 16 : 0;
+
+		parent = (i - 1) / 3;
+		asm volatile("" : "+r"(parent));
+		if (parent >= CONN_TREE_NODES)
+			return 1;
+		if (s->tree->ptr[parent] &&
+		    !bpf_probe_read_user(&iface_data, sizeof(iface_data),
+					 (void *)(s->tree->ptr[parent] + at)))
+			node = iface_data;
+		s->tree->ptr[i] = node;
+	} else {
+		node = s->tree->ptr[0];
+	}
+	if (!node || bpf_probe_read_user(&netfd, sizeof(netfd), (void *)node))
+		return 0;
+	fd = netfd_socket(netfd);
+	if (fd < 0)
+		return 0;
+	s->st = conn_of_fd(s->tgid, fd, &s->ino);
+	if (!s->st)
+		return 0;
+	s->fd = fd;
+	return 1;
+}
+
 static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_state **st,
 				      __u64 *ino)
 {
-	__u64 data = 0, netfd = 0, inner = 0;
-	__s64 fd = -1;
+	struct tls_conn_key key = { .tgid = tgid, .tls_conn = tls_conn };
+	struct conn_search s = { .tgid = tgid, .fd = -1 };
+	__u32 zero = 0;
+	__s32 *cached;
 
-	if (bpf_probe_read_user(&data, sizeof(data), (void *)(tls_conn + 8)) || !data)
-		return -1;
-	if (!bpf_probe_read_user(&netfd, sizeof(netfd), (void *)data) && netfd &&
-	    !bpf_probe_read_user(&fd, sizeof(fd), (void *)(netfd + 16)) && fd >= 0 &&
-	    fd < 1 << 20) {
-		*st = conn_of_fd(tgid, (int)fd, ino);
+	cached = bpf_map_lookup_elem(&tls_conn_fds, &key);
+	if (cached) {
+		*st = conn_of_fd(tgid, *cached, ino);
 		if (*st)
-			return (int)fd;
+			return *cached;
+		bpf_map_delete_elem(&tls_conn_fds, &key);
 	}
-	if (bpf_probe_read_user(&inner, sizeof(inner), (void *)(data + 8)) || !inner)
+	s.tree = bpf_map_lookup_elem(&conn_trees, &zero);
+	if (!s.tree)
 		return -1;
-	if (bpf_probe_read_user(&netfd, sizeof(netfd), (void *)inner) || !netfd)
+	if (bpf_probe_read_user(&s.tree->ptr[0], sizeof(s.tree->ptr[0]), (void *)(tls_conn + 8)) ||
+	    !s.tree->ptr[0])
 		return -1;
-	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(netfd + 16)) || fd < 0 || fd >= 1 << 20)
+	bpf_loop(CONN_TREE_NODES, conn_search_node, &s, 0);
+	if (s.fd < 0 || !s.st)
 		return -1;
-	*st = conn_of_fd(tgid, (int)fd, ino);
-	return *st ? (int)fd : -1;
+	*st = s.st;
+	*ino = s.ino;
+	bpf_map_update_elem(&tls_conn_fds, &key, &s.fd, BPF_ANY);
+	return s.fd;
 }
 
 static __always_inline bool uprobe_wanted(__u32 tgid)

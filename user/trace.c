@@ -1,38 +1,86 @@
-/* The default command: attach to the control plane and report what happens on the bind path.
- * Today it traces etcd's WAL fsyncs (the commit point of every bind) through syscall
- * tracepoints; the TLS capture and the per-bind correlation build on the same loop. */
+/* The default command: attach to kube-scheduler, kube-apiserver and etcd and print one timeline
+ * per pod bind. This file is the plumbing: find and attach the processes, read the ring buffer,
+ * feed each connection's bytes to its decoder and the decoded messages, fsyncs and bind calls to
+ * the correlator, and hand finished binds to the outputs. */
 #include <argp.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "capture.skel.h"
 #include "commands.h"
+#include "correlate.h"
+#include "decode.h"
 #include "discover.h"
 #include "events.h"
-#include "fsync.skel.h"
+#include "goelf.h"
+#include "streams.h"
+#include "timeline.h"
+#include "tlsprobe.h"
+#include "trace_outputs.h"
 #include "util.h"
 
-#define MAX_PER_ROLE 8
+#pragma weak conn_decoder__set_client_dir
+void conn_decoder__set_client_dir(struct conn_decoder *dec, int client_dir);
 
-struct trace_options {
-	bool check;
-	bool json;
-	unsigned long duration_s;
-	unsigned long ringbuf_bytes;
-	pid_t etcd_pids[MAX_PER_ROLE];
-	int n_etcd_pids;
+#define MAX_TARGETS_PER_ROLE 4
+#define MAX_CONNS 65536
+
+/* Where the scheduler's bind call is probed, best first. The object register follows Go's
+ * ABIInternal: (*pods).Bind(ctx, binding, opts): RAX recv, RBX+RCX ctx, RDI binding. */
+static const struct bind_probe {
+	const char *func;
+	int obj_reg;
+} bind_probes[] = {
+	{ "k8s.io/client-go/kubernetes/typed/core/v1.(*pods).Bind", 3 },
+	{ "k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder.(*DefaultBinder).Bind",
+	  4 },
+};
+
+struct target {
+	enum process_role role;
+	struct process_info proc;
+	struct go_binary *gb; /* kept open to symbolise stacks */
+	uint64_t load_bias;
+	char go_version[32];
+	char k8s_version[64];
+	char module_version[64]; /* etcd: go.etcd.io/etcd/server/v3 */
+	struct tls_attachment tls;
+	struct bpf_link *call_link;
+	const char *call_probe;
+	bool attached;
+};
+
+struct conn_ctx {
+	struct actor who;
+	struct conn_decoder *dec;
+	struct trace_state *st;
 };
 
 struct trace_state {
-	const struct trace_options *opt;
+	struct trace_options opt;
+	struct capture_bpf *skel;
+	struct target targets[3 * MAX_TARGETS_PER_ROLE];
+	int n_targets;
+	struct streams streams; /* per (pid, conn, dir): gap tracking */
+	struct streams conns;	/* per (pid, conn): the decoder (dir 0 slot) */
+	struct correlator *corr;
+	struct summary *summary;
+	struct trace_outputs *outputs;
 	int64_t wall_offset_ns;
-	unsigned long long events;
+	uint64_t binds_printed;
+	uint64_t drops_seen;
+	uint64_t events;
+	bool conn_table_full;
+	char fd_cache_path[64][256];
+	int fd_cache_key[64][2];
 };
 
 static volatile sig_atomic_t stopping;
@@ -49,52 +97,128 @@ enum {
 	OPT_APISERVER_PID,
 	OPT_SCHEDULER_PID,
 	OPT_RINGBUF,
+	OPT_SUMMARY,
+	OPT_PERFETTO,
+	OPT_EVIDENCE,
+	OPT_REPORT,
+	OPT_POD,
+	OPT_NAMESPACE,
+	OPT_COUNT,
+	OPT_LINGER,
 };
 
 static const struct argp_option trace_argp_options[] = {
-	{ "check", OPT_CHECK, NULL, 0, "Check kernel features and privileges, then exit", 0 },
-	{ "etcd-pid", OPT_ETCD_PID, "PID", 0, "etcd process to trace (default: every 'etcd')", 0 },
-	{ "json", 'j', NULL, 0, "One JSON object per line instead of text", 0 },
-	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C)", 0 },
+	{ NULL, 0, NULL, 0, "Processes (default: found by executable name):", 1 },
+	{ "scheduler-pid", OPT_SCHEDULER_PID, "PID", 0, "The kube-scheduler to trace", 1 },
+	{ "apiserver-pid", OPT_APISERVER_PID, "PID", 0, "The kube-apiserver to trace", 1 },
+	{ "etcd-pid", OPT_ETCD_PID, "PID", 0, "The etcd to trace", 1 },
+	{ NULL, 0, NULL, 0, "Output:", 2 },
+	{ "json", 'j', NULL, 0, "One JSON object per bind (schema in the README)", 2 },
+	{ "summary", OPT_SUMMARY, NULL, 0,
+	  "Only the per-leg percentile summary (always printed on exit)", 2 },
+	{ "perfetto", OPT_PERFETTO, "FILE", 0,
+	  "Also write a Chrome trace-event JSON for ui.perfetto.dev", 2 },
+	{ "evidence", OPT_EVIDENCE, "DIR", 0,
+	  "Also write, per bind, the decoded frames, kernel events and binary identities", 2 },
+	{ "report", OPT_REPORT, "FILE", 0,
+	  "Write a Markdown report (and FILE.svg waterfall) of the bind given by --pod", 2 },
+	{ NULL, 0, NULL, 0, "Filters and lifetime:", 3 },
+	{ "pod", OPT_POD, "[NS/]NAME", 0, "Only this pod (namespace default: \"default\")", 3 },
+	{ "namespace", OPT_NAMESPACE, "NS", 0, "Only pods of this namespace", 3 },
+	{ "count", OPT_COUNT, "N", 0, "Exit after N binds", 3 },
+	{ "duration", 'd', "SECONDS", 0, "Exit after SECONDS", 3 },
+	{ NULL, 0, NULL, 0, "Tuning:", 4 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
-	  "Ring buffer size, a power of two >= 4096 (default 262144)", 0 },
-	{ "verbose", 'v', NULL, 0, "Show libbpf's messages", 0 },
+	  "Ring buffer size, a power of two >= 4096 (default 16777216)", 4 },
+	{ "linger", OPT_LINGER, "MS", 0,
+	  "Wait this long after a bind's response for its watch events (default 500)", 4 },
+	{ NULL, 0, NULL, 0, "Other:", 5 },
+	{ "check", OPT_CHECK, NULL, 0, "Check kernel features and privileges, then exit", 5 },
+	{ "verbose", 'v', NULL, 0, "Show libbpf's messages and attach details", 5 },
 	{},
 };
 
 static const char trace_doc[] =
-    "Trace Kubernetes pod binds on a control-plane node, from the scheduler's POST to the etcd "
-    "commit.\v"
+    "Trace every Kubernetes pod bind on this control-plane node: the scheduler's POST "
+    "pods/NAME/binding, the apiserver's etcd Txn, etcd's WAL fsync and answer, and the watch "
+    "events to every watcher, with kernel timestamps.\v"
     "COMMANDS:\n"
     "  bindtrace [OPTIONS]          trace binds (this page)\n"
     "  bindtrace check              same as --check\n"
-    "  bindtrace capture -p PID     raw TLS/TCP plaintext of a process\n"
+    "  bindtrace capture -p PID     raw TLS/TCP plaintext of processes\n"
     "  bindtrace inspect BINARY     what bindtrace finds in a Go binary\n"
-    "  bindtrace decode FILE        decode a recorded capture\n"
+    "  bindtrace decode FILE        decode a capture recorded with `capture --json`\n"
     "\n"
     "EXAMPLES:\n"
-    "  sudo bindtrace --check             # can this machine run bindtrace?\n"
-    "  sudo bindtrace                     # trace every etcd on this node until Ctrl-C\n"
-    "  sudo bindtrace --etcd-pid 4123 -d 10 --json\n";
+    "  sudo bindtrace --check                    # can this machine run bindtrace?\n"
+    "  sudo bindtrace                            # every bind until Ctrl-C, then a summary\n"
+    "  sudo bindtrace --json > binds.jsonl       # one JSON object per bind\n"
+    "  sudo bindtrace --pod default/web-0 --count 1 --report web-0.md\n"
+    "  sudo bindtrace --summary -d 60            # percentiles of a minute of binds\n"
+    "  sudo bindtrace --perfetto binds.json --evidence ./evidence\n"
+    "  sudo bindtrace --scheduler-pid 812 --apiserver-pid 640 --etcd-pid 590\n";
 
 static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 {
 	struct trace_options *opt = state->input;
 	unsigned long v;
+	const char *slash;
 
 	switch (key) {
 	case OPT_CHECK:
 		opt->check = true;
 		break;
+	case OPT_SCHEDULER_PID:
+	case OPT_APISERVER_PID:
 	case OPT_ETCD_PID:
 		if (util__parse_ulong(arg, 1, 0x7fffffff, &v))
 			argp_error(state, "invalid pid '%s'", arg);
-		if (opt->n_etcd_pids == MAX_PER_ROLE)
-			argp_error(state, "at most %d --etcd-pid", MAX_PER_ROLE);
-		opt->etcd_pids[opt->n_etcd_pids++] = (pid_t)v;
+		if (key == OPT_SCHEDULER_PID)
+			opt->scheduler_pid = (pid_t)v;
+		else if (key == OPT_APISERVER_PID)
+			opt->apiserver_pid = (pid_t)v;
+		else
+			opt->etcd_pid = (pid_t)v;
 		break;
 	case 'j':
 		opt->json = true;
+		break;
+	case OPT_SUMMARY:
+		opt->summary_only = true;
+		break;
+	case OPT_PERFETTO:
+		opt->perfetto = arg;
+		break;
+	case OPT_EVIDENCE:
+		opt->evidence = arg;
+		break;
+	case OPT_REPORT:
+		opt->report = arg;
+		break;
+	case OPT_POD:
+		slash = strchr(arg, '/');
+		if (slash) {
+			if (slash == arg || !slash[1] ||
+			    (size_t)(slash - arg) >= sizeof(opt->pod_ns))
+				argp_error(state, "invalid --pod '%s' (NS/NAME)", arg);
+			memcpy(opt->pod_ns, arg, (size_t)(slash - arg));
+			opt->pod_ns[slash - arg] = '\0';
+			util__copy(opt->pod_name, sizeof(opt->pod_name), slash + 1);
+		} else {
+			if (!*arg)
+				argp_error(state, "invalid --pod ''");
+			util__copy(opt->pod_ns, sizeof(opt->pod_ns), "default");
+			util__copy(opt->pod_name, sizeof(opt->pod_name), arg);
+		}
+		break;
+	case OPT_NAMESPACE:
+		if (!*arg)
+			argp_error(state, "invalid --namespace ''");
+		util__copy(opt->namespace_, sizeof(opt->namespace_), arg);
+		break;
+	case OPT_COUNT:
+		if (util__parse_ulong(arg, 1, 1ul << 40, &opt->count))
+			argp_error(state, "invalid --count '%s' (1 or more)", arg);
 		break;
 	case 'd':
 		if (util__parse_ulong(arg, 1, 86400 * 365, &opt->duration_s))
@@ -106,11 +230,19 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		opt->ringbuf_bytes = v;
 		break;
+	case OPT_LINGER:
+		if (util__parse_ulong(arg, 0, 600000, &opt->linger_ms))
+			argp_error(state, "invalid --linger '%s' (milliseconds)", arg);
+		break;
 	case 'v':
 		verbose = true;
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (opt->report && !opt->pod_name[0])
+			argp_error(state, "--report needs --pod NS/NAME");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -118,95 +250,469 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static void fd_path(pid_t pid, int fd, char *buf, size_t len)
-{
-	char link[64];
-	ssize_t n;
+static const char *const role_exe[] = {
+	[ROLE_SCHEDULER] = "kube-scheduler",
+	[ROLE_APISERVER] = "kube-apiserver",
+	[ROLE_ETCD] = "etcd",
+};
 
-	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
-	n = readlink(link, buf, len - 1);
-	if (n < 0)
-		snprintf(buf, len, "fd %d", fd);
-	else
-		buf[n] = '\0';
+static struct target *target_of(struct trace_state *st, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < st->n_targets; i++)
+		if (st->targets[i].proc.pid == pid)
+			return &st->targets[i];
+	return NULL;
 }
 
-static int on_event(void *ctx, void *data, size_t len)
+static const char *module_version(struct go_binary *gb, const char *path)
 {
-	struct trace_state *st = ctx;
-	const struct event_header *hdr = data;
-	const struct fsync_event *e = data;
-	char path[512];
+	const struct go_buildinfo *bi = go_binary__buildinfo(gb);
+	size_t i;
 
-	if (len < sizeof(*hdr) || hdr->type != EVENT_FSYNC || len < sizeof(*e))
+	if (bi->main && strcmp(bi->main->path, path) == 0)
+		return bi->main->version;
+	for (i = 0; i < bi->n_deps; i++)
+		if (strcmp(bi->deps[i].path, path) == 0)
+			return bi->deps[i].version;
+	return "";
+}
+
+/* Runtime address = vaddr + bias: from the first mapping of the executable (PIE only). */
+static uint64_t load_bias(struct target *t)
+{
+	char path[64], line[512], file[4096];
+	unsigned long start, end, off;
+	uint64_t bias = 0;
+	FILE *maps;
+
+	if (!go_binary__text_info(t->gb)->pie)
 		return 0;
-	st->events++;
-	fd_path((pid_t)hdr->pid, e->fd, path, sizeof(path));
-	if (st->opt->json) {
-		printf("{\"event\":\"%s\",\"pid\":%u,\"tid\":%u,\"comm\":\"%.16s\",\"fd\":%d,"
-		       "\"file\":\"%s\",\"start_mono_ns\":%llu,\"end_mono_ns\":%llu,"
-		       "\"start_wall_ns\":%llu,\"ret\":%lld}\n",
-		       e->datasync ? "fdatasync" : "fsync", hdr->pid, hdr->tid, hdr->comm, e->fd,
-		       path, (unsigned long long)e->start_ns, (unsigned long long)hdr->ts_ns,
-		       (unsigned long long)(e->start_ns + st->wall_offset_ns), (long long)e->ret);
-	} else {
-		printf("%-16llu %-7u %-15.16s %-9s %9.3f  %s\n", (unsigned long long)e->start_ns,
-		       hdr->pid, hdr->comm, e->datasync ? "fdatasync" : "fsync",
-		       (double)(hdr->ts_ns - e->start_ns) / 1e6, path);
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->proc.pid);
+	maps = fopen(path, "r");
+	if (!maps)
+		return 0;
+	while (fgets(line, sizeof(line), maps)) {
+		file[0] = '\0';
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &start, &end, &off, file) < 3)
+			continue;
+		if (strcmp(file, t->proc.exe) == 0) {
+			bias = go_binary__load_bias(t->gb, start, off);
+			break;
+		}
 	}
-	fflush(stdout);
+	fclose(maps);
+	return bias;
+}
+
+static int attach_target(struct trace_state *st, struct target *t)
+{
+	char path[64], why[512];
+	const struct go_buildinfo *bi;
+	__u32 pid = (__u32)t->proc.pid;
+	__u8 one = 1;
+	size_t i;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
+	t->gb = go_binary__open(path, why, sizeof(why));
+	if (!t->gb) {
+		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role], t->proc.pid,
+			t->proc.exe, why);
+		return -EINVAL;
+	}
+	bi = go_binary__buildinfo(t->gb);
+	util__copy(t->go_version, sizeof(t->go_version), bi->go_version);
+	util__copy(t->k8s_version, sizeof(t->k8s_version),
+		   module_version(t->gb, "k8s.io/kubernetes"));
+	util__copy(t->module_version, sizeof(t->module_version),
+		   module_version(t->gb, "go.etcd.io/etcd/server/v3"));
+	t->load_bias = load_bias(t);
+
+	err = bpf_map__update_elem(st->skel->maps.targets, &pid, sizeof(pid), &one, sizeof(one),
+				   BPF_ANY);
+	if (!err && t->role == ROLE_ETCD)
+		err = bpf_map__update_elem(st->skel->maps.fsync_targets, &pid, sizeof(pid), &one,
+					   sizeof(one), BPF_ANY);
+	if (err) {
+		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n", role_exe[t->role],
+			t->proc.pid, strerror(-err));
+		return err;
+	}
+	err = tls_attachment__attach(&t->tls, st->skel, t->proc.pid, path, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role], t->proc.pid,
+			t->proc.exe, why);
+		return err;
+	}
+	if (t->role == ROLE_SCHEDULER) {
+		for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]); i++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, uo,
+				    .bpf_cookie = (__u64)bind_probes[i].obj_reg);
+			uint64_t entry, end;
+			int64_t off;
+
+			if (go_binary__func(t->gb, bind_probes[i].func, &entry, &end) ||
+			    go_binary__check_probe(t->gb, bind_probes[i].func, entry))
+				continue;
+			off = go_binary__file_offset(t->gb, entry);
+			if (off < 0)
+				continue;
+			t->call_link = bpf_program__attach_uprobe_opts(
+			    st->skel->progs.go_call, t->proc.pid, path, (size_t)off, &uo);
+			if (t->call_link) {
+				t->call_probe = bind_probes[i].func;
+				break;
+			}
+		}
+		if (!t->call_link)
+			fprintf(stderr,
+				"bindtrace: kube-scheduler pid %d: no bind call to probe; binds "
+				"will not cite their source line\n",
+				t->proc.pid);
+	}
+	t->attached = true;
 	return 0;
 }
 
-static unsigned long long read_drops(struct fsync_bpf *skel)
+static int find_role(struct trace_state *st, enum process_role role, pid_t given)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	unsigned long long total = 0;
+	struct process_info found[MAX_TARGETS_PER_ROLE];
+	int n, i, err;
+
+	if (given) {
+		err = discover__process(given, &found[0]);
+		if (err) {
+			fprintf(stderr, "bindtrace: %s pid %d: %s\n", role_exe[role], given,
+				err == -ESRCH ? "no such process" : strerror(-err));
+			return err;
+		}
+		n = 1;
+	} else {
+		n = discover__by_exe_name(role_exe[role], found, MAX_TARGETS_PER_ROLE);
+		if (n < 0)
+			return n;
+	}
+	for (i = 0; i < n; i++) {
+		struct target *t = &st->targets[st->n_targets++];
+
+		t->role = role;
+		t->proc = found[i];
+	}
+	return n;
+}
+
+static const char *fd_path(struct trace_state *st, pid_t pid, int fd)
+{
+	int slot = (int)(((unsigned)pid * 31u + (unsigned)fd) % 64);
+	char link[64];
+	ssize_t n;
+
+	if (st->fd_cache_key[slot][0] == pid && st->fd_cache_key[slot][1] == fd)
+		return st->fd_cache_path[slot];
+	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(link, st->fd_cache_path[slot], sizeof(st->fd_cache_path[slot]) - 1);
+	if (n < 0)
+		n = 0;
+	st->fd_cache_path[slot][n] = '\0';
+	st->fd_cache_key[slot][0] = pid;
+	st->fd_cache_key[slot][1] = fd;
+	return st->fd_cache_path[slot];
+}
+
+/* Whether local port `port` of pid's network namespace is a listening TCP port: then a
+ * connection on it was accepted, and its client is the remote end. The table is re-read at most
+ * once a second, when a port is not in it. */
+static struct listen_cache {
+	pid_t pid;
+	uint64_t read_ns;
+	uint16_t ports[512];
+	int n;
+} listen_cache[3 * MAX_TARGETS_PER_ROLE];
+
+static void read_listening(struct listen_cache *lc, pid_t pid)
+{
+	static const char *const files[] = { "tcp", "tcp6" };
+	char path[64], line[512];
+	unsigned int port, state;
+	size_t f;
+	FILE *in;
+
+	lc->n = 0;
+	lc->pid = pid;
+	lc->read_ns = util__monotonic_ns();
+	for (f = 0; f < 2; f++) {
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", pid, files[f]);
+		in = fopen(path, "r");
+		if (!in)
+			continue;
+		while (fgets(line, sizeof(line), in) && lc->n < 512) {
+			/* "  0: 0100007F:5CE6 00000000:0000 0A ..." */
+			if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &port, &state) !=
+			    2)
+				continue;
+			if (state == 0x0A)
+				lc->ports[lc->n++] = (uint16_t)port;
+		}
+		fclose(in);
+	}
+}
+
+static bool is_listening(pid_t pid, uint16_t port)
+{
+	struct listen_cache *lc = NULL;
+	size_t i;
+	int k;
+
+	for (i = 0; i < sizeof(listen_cache) / sizeof(listen_cache[0]); i++) {
+		if (listen_cache[i].pid == pid || !listen_cache[i].pid) {
+			lc = &listen_cache[i];
+			break;
+		}
+	}
+	if (!lc)
+		return false;
+	for (int pass = 0; pass < 2; pass++) {
+		if (lc->pid != pid || (pass && util__monotonic_ns() - lc->read_ns > 1000000000ull))
+			read_listening(lc, pid);
+		for (k = 0; k < lc->n; k++)
+			if (lc->ports[k] == port)
+				return true;
+	}
+	return false;
+}
+
+static void on_decoded(const struct decoded_msg *msg, void *ctx)
+{
+	struct conn_ctx *cc = ctx;
+
+	trace_outputs__message(cc->st->outputs, &cc->who, msg);
+	correlator__message(cc->st->corr, &cc->who, msg);
+}
+
+static void format_addr(char *buf, size_t len, __u16 family, const __u8 *addr, __u16 port)
+{
+	char ip[64] = "?";
+
+	if (family == 2)
+		snprintf(ip, sizeof(ip), "%u.%u.%u.%u", addr[0], addr[1], addr[2], addr[3]);
+	else
+		snprintf(ip, sizeof(ip), "[%x:...:%02x%02x]", addr[0] << 8 | addr[1], addr[14],
+			 addr[15]);
+	snprintf(buf, len, "%s:%u", ip, port);
+}
+
+static void on_data(struct trace_state *st, const struct data_event *e)
+{
+	struct target *t = target_of(st, (pid_t)e->hdr.pid);
+	struct stream *s, *cs;
+	struct conn_ctx *cc;
+	uint64_t missed;
+
+	if (!t)
+		return;
+	cs = streams__get(&st->conns, e->hdr.pid, e->conn, 0);
+	s = streams__get(&st->streams, e->hdr.pid, e->conn, e->dir);
+	if (!cs || !s) {
+		st->conn_table_full = true;
+		return;
+	}
+	cc = cs->user;
+	if (!cc) {
+		cc = calloc(1, sizeof(*cc));
+		if (!cc)
+			return;
+		cc->st = st;
+		cc->who.pid = t->proc.pid;
+		util__copy(cc->who.comm, sizeof(cc->who.comm), t->proc.comm);
+		cc->who.role = t->role;
+		cc->who.conn = e->conn;
+		format_addr(cc->who.laddr, sizeof(cc->who.laddr), e->family, e->laddr, e->lport);
+		format_addr(cc->who.raddr, sizeof(cc->who.raddr), e->family, e->raddr, e->rport);
+		cc->dec = conn_decoder__new(on_decoded, cc);
+		if (!cc->dec) {
+			free(cc);
+			return;
+		}
+		/* Which end is the client: an accepted connection's is the remote. */
+		if (conn_decoder__set_client_dir)
+		conn_decoder__set_client_dir(cc->dec, is_listening(t->proc.pid, e->lport)
+							      ? CONN_DIR_IN
+							      : CONN_DIR_OUT);
+		cs->user = cc;
+	}
+	missed = stream__advance(s, e->offset, e->len);
+	if (missed) {
+		conn_decoder__gap(cc->dec, e->dir, missed);
+		correlator__loss(st->corr, t->proc.pid, e->conn, e->hdr.ts_ns);
+	}
+	trace_outputs__data(st->outputs, &cc->who, e);
+	conn_decoder__feed(cc->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
+}
+
+static void on_fsync(struct trace_state *st, const struct fsync_event *e)
+{
+	struct target *t = target_of(st, (pid_t)e->hdr.pid);
+	struct actor who = { .pid = (pid_t)e->hdr.pid, .role = ROLE_ETCD };
+	const char *path;
+	bool wal;
+
+	if (!t)
+		return;
+	util__copy(who.comm, sizeof(who.comm), t->proc.comm);
+	path = fd_path(st, (pid_t)e->hdr.pid, e->fd);
+	wal = strstr(path, "/member/wal/") != NULL;
+	trace_outputs__fsync(st->outputs, &who, e, path);
+	correlator__fsync(st->corr, &who, e->start_ns, e->hdr.ts_ns, wal, e->ret);
+}
+
+static void on_call(struct trace_state *st, const struct call_event *e)
+{
+	struct target *t = target_of(st, (pid_t)e->hdr.pid);
+	struct citation ci = { .known = true, .cited = -1 };
+	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
+	const char *func, *file;
+	uint32_t i;
+	int line;
+
+	if (!t || !t->gb)
+		return;
+	util__copy(ci.binary_version, sizeof(ci.binary_version), t->k8s_version);
+	util__copy(ci.go_version, sizeof(ci.go_version), t->go_version);
+	util__copy(ci.probe, sizeof(ci.probe), t->call_probe ? t->call_probe : "");
+	ci.tid = (pid_t)e->hdr.tid;
+	ci.mono_ns = e->hdr.ts_ns;
+	for (i = 0; i < e->n_frames && i < MAX_STACK_FRAMES && ci.n_frames < BIND_MAX_FRAMES; i++) {
+		struct frame_line *f = &ci.frames[ci.n_frames];
+		/* A return address points after the call: look up the call's line. */
+		uint64_t pc = i ? e->frames[i] - 1 : e->frames[i];
+
+		if (!e->frames[i])
+			break;
+		f->pc = e->frames[i];
+		if (go_binary__pc_to_line(t->gb, pc, t->load_bias, &func, &file, &line) == 0) {
+			util__copy(f->func, sizeof(f->func), func);
+			util__copy(f->file, sizeof(f->file), file);
+			f->line = line;
+		} else {
+			util__copy(f->func, sizeof(f->func), "?");
+		}
+		ci.n_frames++;
+	}
+	/* The line that issued the bind: the first caller outside client-go. */
+	for (i = 1; i < (uint32_t)ci.n_frames; i++) {
+		if (strncmp(ci.frames[i].func, "k8s.io/client-go/", 17) != 0) {
+			ci.cited = (int)i;
+			break;
+		}
+	}
+	memcpy(ns, e->namespace_,
+	       e->namespace_len < sizeof(ns) ? e->namespace_len : sizeof(ns) - 1);
+	ns[e->namespace_len < sizeof(ns) ? e->namespace_len : sizeof(ns) - 1] = '\0';
+	memcpy(name, e->name, e->name_len < sizeof(name) ? e->name_len : sizeof(name) - 1);
+	name[e->name_len < sizeof(name) ? e->name_len : sizeof(name) - 1] = '\0';
+	correlator__call(st->corr, ns, name, &ci);
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct trace_state *st = ctx;
+	const struct event_header *hdr = data;
+
+	if (size < sizeof(*hdr))
+		return 0;
+	st->events++;
+	switch (hdr->type) {
+	case EVENT_DATA: {
+		const struct data_event *e = data;
+
+		if (size >= sizeof(*e) && e->len <= size - sizeof(*e))
+			on_data(st, e);
+		break;
+	}
+	case EVENT_FSYNC:
+		if (size >= sizeof(struct fsync_event))
+			on_fsync(st, data);
+		break;
+	case EVENT_CALL:
+		if (size >= sizeof(struct call_event))
+			on_call(st, data);
+		break;
+	}
+	return 0;
+}
+
+static bool wanted(const struct trace_options *opt, const struct bind_timeline *t)
+{
+	if (opt->namespace_[0] && strcmp(opt->namespace_, t->namespace_) != 0)
+		return false;
+	if (opt->pod_name[0] &&
+	    (strcmp(opt->pod_ns, t->namespace_) != 0 || strcmp(opt->pod_name, t->name) != 0))
+		return false;
+	return true;
+}
+
+static void on_bind(const struct bind_timeline *t, void *ctx)
+{
+	struct trace_state *st = ctx;
+
+	if (!wanted(&st->opt, t))
+		return;
+	if (st->opt.count && st->binds_printed >= st->opt.count)
+		return;
+	st->binds_printed++;
+	summary__add(st->summary, t);
+	if (!st->opt.summary_only) {
+		if (st->opt.json)
+			timeline__print_json(stdout, t, st->wall_offset_ns);
+		else
+			timeline__print(stdout, t, st->wall_offset_ns);
+		fflush(stdout);
+	}
+	trace_outputs__bind(st->outputs, t);
+	if (st->opt.count && st->binds_printed >= st->opt.count)
+		stopping = 1;
+}
+
+static uint64_t read_drops(struct capture_bpf *skel)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	__u32 k = COUNTER_RINGBUF_DROPS;
+	uint64_t total = 0;
 	__u64 *values;
-	__u32 zero = 0;
-	int i;
 
 	if (ncpu <= 0)
 		return 0;
 	values = calloc((size_t)ncpu, sizeof(*values));
 	if (!values)
 		return 0;
-	if (bpf_map__lookup_elem(skel->maps.drops, &zero, sizeof(zero), values,
-				 sizeof(*values) * (size_t)ncpu, 0) == 0) {
+	if (!bpf_map__lookup_elem(skel->maps.counters, &k, sizeof(k), values,
+				  sizeof(*values) * (size_t)ncpu, 0))
 		for (i = 0; i < ncpu; i++)
 			total += values[i];
-	}
 	free(values);
 	return total;
 }
 
-static int find_targets(struct trace_options *opt, struct process_info *etcd, int *n_etcd)
+static void print_header(struct trace_state *st, uint64_t attach_ns)
 {
-	int i, err, n;
+	FILE *out = st->opt.json || st->opt.summary_only ? stderr : stdout;
+	int i;
 
-	if (opt->n_etcd_pids) {
-		for (i = 0; i < opt->n_etcd_pids; i++) {
-			err = discover__process(opt->etcd_pids[i], &etcd[i]);
-			if (err) {
-				fprintf(stderr, "bindtrace: etcd pid %d: %s\n", opt->etcd_pids[i],
-					err == -ESRCH ? "no such process" : strerror(-err));
-				return err;
-			}
-		}
-		*n_etcd = opt->n_etcd_pids;
-		return 0;
+	for (i = 0; i < st->n_targets; i++) {
+		struct target *t = &st->targets[i];
+
+		fprintf(out, "# %-14s pid %-7d %s  %s%s%s%s  (%zu uprobes%s%s)\n",
+			role_exe[t->role], t->proc.pid, t->proc.exe, t->go_version,
+			t->k8s_version[0] ? ", k8s.io/kubernetes " : "", t->k8s_version,
+			t->module_version[0] ? t->module_version : "",
+			t->tls.n_links + !!t->call_link, t->call_probe ? ", bind call: " : "",
+			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "");
 	}
-	n = discover__by_exe_name("etcd", etcd, MAX_PER_ROLE);
-	if (n < 0) {
-		fprintf(stderr, "bindtrace: scanning /proc: %s\n", strerror(-n));
-		return n;
-	}
-	if (n == 0) {
-		fprintf(stderr, "bindtrace: no etcd process found (give one with --etcd-pid)\n");
-		return -ESRCH;
-	}
-	*n_etcd = n;
-	return 0;
+	fprintf(out, "# attached in %.1f ms; waiting for binds (Ctrl-C to stop)\n\n",
+		(double)attach_ns / 1e6);
+	fflush(out);
 }
 
 int cmd_trace(int argc, char **argv)
@@ -214,93 +720,174 @@ int cmd_trace(int argc, char **argv)
 	static const struct argp argp = {
 		trace_argp_options, parse_trace_opt, NULL, trace_doc, NULL, NULL, NULL
 	};
-	struct trace_options opt = { .ringbuf_bytes = 256 * 1024 };
-	struct trace_state st = { .opt = &opt };
-	struct process_info etcd[MAX_PER_ROLE];
-	struct fsync_bpf *skel = NULL;
+	struct trace_state *st;
 	struct ring_buffer *ring = NULL;
+	struct bpf_link *tp_links[16] = {};
+	struct correlator_options copt = {};
+	struct correlator_stats cstats;
+	struct bpf_program *prog;
 	const char *tracefs;
 	bool mounted;
-	uint64_t deadline = 0;
-	unsigned long long drops;
-	int n_etcd = 0, err, i;
-	__u8 one = 1;
+	uint64_t start, deadline = 0, next_tick = 0;
+	int err = 0, i, n_tp = 0, found = 0;
+	int rc = 1;
 
-	argp_parse(&argp, argc, argv, 0, NULL, &opt);
-	if (opt.check)
-		return cmd_check(argc, argv);
-	util__setup_libbpf_log();
-
-	if (find_targets(&opt, etcd, &n_etcd))
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		fprintf(stderr, "bindtrace: out of memory\n");
 		return 1;
+	}
+	st->opt.ringbuf_bytes = 16 * 1024 * 1024;
+	st->opt.linger_ms = 500;
+	argp_parse(&argp, argc, argv, 0, NULL, &st->opt);
+	if (st->opt.check) {
+		free(st);
+		return cmd_check(argc, argv);
+	}
+	util__setup_libbpf_log();
+	start = util__monotonic_ns();
+
+	if ((err = find_role(st, ROLE_SCHEDULER, st->opt.scheduler_pid)) < 0 ||
+	    (found += err, err = find_role(st, ROLE_APISERVER, st->opt.apiserver_pid)) < 0 ||
+	    (found += err, err = find_role(st, ROLE_ETCD, st->opt.etcd_pid)) < 0)
+		goto cleanup;
+	found += err;
+	if (!found) {
+		fprintf(stderr,
+			"bindtrace: no kube-scheduler, kube-apiserver or etcd process found "
+			"(give them with --scheduler-pid, --apiserver-pid, --etcd-pid)\n");
+		goto cleanup;
+	}
 	err = util__ensure_tracefs(&tracefs, &mounted);
 	if (err) {
 		fprintf(stderr, "bindtrace: tracefs: %s (run as root; see bindtrace --check)\n",
 			strerror(-err));
-		return 1;
+		goto cleanup;
 	}
-
-	skel = fsync_bpf__open();
-	if (!skel) {
+	if (streams__init(&st->streams, MAX_CONNS * 2) || streams__init(&st->conns, MAX_CONNS)) {
+		fprintf(stderr, "bindtrace: out of memory\n");
+		goto cleanup;
+	}
+	st->skel = capture_bpf__open();
+	if (!st->skel) {
 		fprintf(stderr, "bindtrace: open BPF object: %s\n", strerror(errno));
-		return 1;
+		goto cleanup;
 	}
-	bpf_map__set_max_entries(skel->maps.events, (__u32)opt.ringbuf_bytes);
-	err = fsync_bpf__load(skel);
+	bpf_map__set_max_entries(st->skel->maps.events, (__u32)st->opt.ringbuf_bytes);
+	err = capture_bpf__load(st->skel);
 	if (err) {
 		fprintf(stderr, "bindtrace: load BPF programs: %s (see bindtrace --check)\n",
 			strerror(-err));
 		goto cleanup;
 	}
-	for (i = 0; i < n_etcd; i++) {
-		__u32 pid = (__u32)etcd[i].pid;
+	for (i = 0; i < st->n_targets; i++) {
+		if (attach_target(st, &st->targets[i]))
+			goto cleanup;
+		if (st->targets[i].role == ROLE_SCHEDULER)
+			copt.have_scheduler = true;
+		else if (st->targets[i].role == ROLE_APISERVER)
+			copt.have_apiserver = true;
+		else if (st->targets[i].role == ROLE_ETCD)
+			copt.have_etcd = true;
+	}
+	bpf_object__for_each_program (prog, st->skel->obj) {
+		const char *sec = bpf_program__section_name(prog);
 
-		bpf_map__update_elem(skel->maps.target_pids, &pid, sizeof(pid), &one, sizeof(one),
-				     BPF_ANY);
+		if (strncmp(sec, "tracepoint/", 11) != 0)
+			continue;
+		tp_links[n_tp] = bpf_program__attach(prog);
+		if (!tp_links[n_tp]) {
+			fprintf(stderr, "bindtrace: attach %s: %s\n", sec, strerror(errno));
+			goto cleanup;
+		}
+		n_tp++;
 	}
-	err = fsync_bpf__attach(skel);
-	if (err) {
-		fprintf(stderr, "bindtrace: attach fsync tracepoints: %s\n", strerror(-err));
-		goto cleanup;
-	}
-	ring = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &st, NULL);
+	ring = ring_buffer__new(bpf_map__fd(st->skel->maps.events), on_event, st, NULL);
 	if (!ring) {
-		err = -errno;
 		fprintf(stderr, "bindtrace: ring buffer: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	st.wall_offset_ns = util__wall_offset_ns();
+	st->wall_offset_ns = util__wall_offset_ns();
+	copt.linger_ns = st->opt.linger_ms * 1000000ull;
+	copt.max_open_ns = 10000000000ull;
+	copt.attach_ns = util__monotonic_ns();
+	st->corr = correlator__new(&copt, on_bind, st);
+	st->summary = summary__new();
+	st->outputs = trace_outputs__new(&st->opt, st->wall_offset_ns);
+	if (!st->corr || !st->summary || !st->outputs) {
+		fprintf(stderr, "bindtrace: cannot set up outputs: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	for (i = 0; i < st->n_targets; i++) {
+		struct target *t = &st->targets[i];
+
+		trace_outputs__process(
+		    st->outputs, process_role__name(t->role), t->proc.pid, t->proc.exe,
+		    t->go_version, t->k8s_version[0] ? t->k8s_version : t->module_version, t->gb);
+	}
+	print_header(st, util__monotonic_ns() - start);
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (!opt.json) {
-		for (i = 0; i < n_etcd; i++)
-			printf("# etcd pid %d (%s) %s\n", etcd[i].pid, etcd[i].comm, etcd[i].exe);
-		printf("%-16s %-7s %-15s %-9s %9s  %s\n", "MONO_NS", "PID", "COMM", "SYSCALL", "MS",
-		       "FILE");
-	}
-	fflush(stdout);
-	if (opt.duration_s)
-		deadline = util__monotonic_ns() + opt.duration_s * 1000000000ull;
+	if (st->opt.duration_s)
+		deadline = util__monotonic_ns() + st->opt.duration_s * 1000000000ull;
 	while (!stopping) {
-		err = ring_buffer__poll(ring, 100);
+		uint64_t now;
+
+		err = ring_buffer__poll(ring, 50);
 		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "bindtrace: ring buffer poll: %s\n", strerror(-err));
+			fprintf(stderr, "bindtrace: ring buffer: %s\n", strerror(-err));
 			goto cleanup;
 		}
-		if (deadline && util__monotonic_ns() >= deadline)
+		now = util__monotonic_ns();
+		if (now >= next_tick) {
+			uint64_t drops = read_drops(st->skel);
+
+			if (drops != st->drops_seen) {
+				correlator__loss(st->corr, 0, 0, now);
+				st->drops_seen = drops;
+			}
+			correlator__tick(st->corr, now, false);
+			next_tick = now + 50000000ull;
+		}
+		if (deadline && now >= deadline)
 			break;
 	}
 	ring_buffer__consume(ring);
-	err = 0;
-	drops = read_drops(skel);
-	if (opt.json)
-		printf("{\"event\":\"summary\",\"events\":%llu,\"drops\":%llu}\n", st.events,
-		       drops);
-	else
-		fprintf(stderr, "bindtrace: %llu events, %llu dropped\n", st.events, drops);
+	correlator__tick(st->corr, util__monotonic_ns(), true);
+	correlator__stats(st->corr, &cstats);
+	summary__print(st->opt.json ? stderr : stdout, st->summary);
+	fprintf(stderr,
+		"bindtrace: %llu events, %llu ring buffer drops, %llu binds seen (%llu complete, "
+		"%llu unschedulable)%s\n",
+		(unsigned long long)st->events, (unsigned long long)read_drops(st->skel),
+		(unsigned long long)cstats.binds, (unsigned long long)cstats.complete,
+		(unsigned long long)cstats.unschedulable,
+		st->conn_table_full ? "; connection table full: some traffic not decoded" : "");
+	rc = trace_outputs__finish(st->outputs) ? 1 : 0;
 cleanup:
 	ring_buffer__free(ring);
-	fsync_bpf__destroy(skel);
-	return err ? 1 : 0;
+	for (i = 0; i < n_tp; i++)
+		bpf_link__destroy(tp_links[i]);
+	for (i = 0; i < st->n_targets; i++) {
+		bpf_link__destroy(st->targets[i].call_link);
+		tls_attachment__detach(&st->targets[i].tls);
+		go_binary__close(st->targets[i].gb);
+	}
+	for (i = 0; st->conns.slots && i < (int)st->conns.cap; i++) {
+		struct conn_ctx *cc = st->conns.slots[i].user;
+
+		if (cc) {
+			conn_decoder__free(cc->dec);
+			free(cc);
+		}
+	}
+	trace_outputs__free(st->outputs);
+	summary__free(st->summary);
+	correlator__free(st->corr);
+	capture_bpf__destroy(st->skel);
+	streams__free(&st->streams);
+	streams__free(&st->conns);
+	free(st);
+	return rc;
 }

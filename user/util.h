@@ -24,6 +24,20 @@ uint64_t util__realtime_ns(void);
 /* Offset to add to a CLOCK_MONOTONIC (bpf_ktime_get_ns) stamp to get wall-clock ns. */
 int64_t util__wall_offset_ns(void);
 
+/* Copy a NUL-terminated string into dst[len], cutting it if needed; always terminates. */
+static inline void util__copy(char *dst, size_t len, const char *src)
+{
+	size_t n = 0;
+
+	if (!len)
+		return;
+	while (n + 1 < len && src[n])
+		n++;
+	for (size_t i = 0; i < n; i++)
+		dst[i] = src[i];
+	dst[n] = '\0';
+}
+
 /* Write n bytes as standard base64 (with padding). */
 void util__base64_print(FILE *out, const unsigned char *p, size_t n);
 

@@ -1,0 +1,898 @@
+/* The bind correlator.
+ *
+ * The HTTP legs of a bind (the scheduler's POST .../binding and its response, on both sides)
+ * open and close a bind. Everything else it joins — the apiserver's etcd Txn and its response,
+ * the same Txn inside etcd, etcd's WAL fsyncs, etcd's watch event back to the apiserver, the
+ * apiserver's watch events to every watcher, the scheduler's bind call — is kept in a bounded
+ * ring of observations, and resolved when the bind closes (its response seen, plus a linger for
+ * the watch events that follow). The joins are exact where the wire allows: an HTTP/2 stream id
+ * is the same on both ends of a connection, whose 4-tuple reads reversed on the other end; a
+ * Txn's key is the pod's; the write's revision is the pod's resourceVersion and the watch
+ * events' mod_revision. Nothing is invented: a stage without its observation is reported
+ * missing, with the reason when one is known. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate.h"
+#include "util.h"
+
+#define MAX_OPEN 8192
+#define MAX_OBS 16384
+#define MAX_LOSSES 256
+#define KEY_MAX 512
+
+enum obs_kind {
+	OBS_NONE = 0,
+	OBS_TXN_SENT,	     /* apiserver wrote a Txn on a pod key */
+	OBS_TXN_RESPONSE_IN, /* apiserver read a Txn response */
+	OBS_ETCD_TXN_IN,     /* etcd read a Txn on a pod key */
+	OBS_ETCD_TXN_OUT,    /* etcd wrote a Txn response */
+	OBS_FSYNC,	     /* etcd fdatasync of its WAL */
+	OBS_ETCD_WATCH,	     /* apiserver read an etcd watch event on a pod key */
+	OBS_WATCH_SENT,	     /* apiserver wrote a pod watch event */
+	OBS_WATCH_RECEIVED,  /* a traced watcher read a pod watch event */
+	OBS_CALL,	     /* the scheduler's bind call */
+};
+
+struct observation {
+	enum obs_kind kind;
+	uint64_t first_ns, last_ns;
+	uint32_t stream_id;
+	struct actor who;
+	char key[KEY_MAX];   /* etcd key, or "ns/name" */
+	int64_t revision;    /* response/watch revision, or a watch event's resourceVersion */
+	int64_t compare_rev; /* Txn compare */
+	bool succeeded;
+	bool prev_known;
+	char node[BIND_NAME_MAX];      /* Txn put / watch event: spec.nodeName */
+	char prev_node[BIND_NAME_MAX]; /* etcd watch: prev_kv's */
+	char user_agent[128];
+	char path[160];
+	char encoding[16];
+	char event_type[16];
+	struct citation *citation; /* OBS_CALL, owned */
+};
+
+struct open_bind {
+	bool used;
+	bool responded; /* bind_response or bind_response_received seen */
+	uint64_t close_after_ns;
+	struct bind_timeline t;
+};
+
+struct loss {
+	pid_t pid;
+	uint64_t conn; /* 0: ring buffer drop */
+	uint64_t ns;
+};
+
+struct correlator {
+	struct correlator_options opt;
+	bind_done_cb cb;
+	void *ctx;
+	struct open_bind *binds;
+	size_t n_open;
+	struct observation *obs;
+	uint64_t obs_next; /* total ever added; slot = obs_next % MAX_OBS */
+	struct loss losses[MAX_LOSSES];
+	uint64_t loss_next;
+	uint64_t seq;
+	struct correlator_stats stats;
+};
+
+static const char *const stage_names[STAGE_MAX] = {
+	[STAGE_BIND_REQUEST] = "bind_request",
+	[STAGE_APISERVER_RECEIVED] = "apiserver_received",
+	[STAGE_ETCD_TXN_SENT] = "etcd_txn_sent",
+	[STAGE_ETCD_TXN_RECEIVED] = "etcd_txn_received",
+	[STAGE_ETCD_WAL_FSYNC] = "etcd_wal_fsync",
+	[STAGE_ETCD_TXN_RESPONSE] = "etcd_txn_response",
+	[STAGE_ETCD_WATCH_EVENT] = "etcd_watch_event",
+	[STAGE_BIND_RESPONSE] = "bind_response",
+	[STAGE_BIND_RESPONSE_RECEIVED] = "bind_response_received",
+};
+
+const char *stage__name(enum stage_id stage)
+{
+	return stage < STAGE_MAX ? stage_names[stage] : "?";
+}
+
+const char *bind_result__name(enum bind_result result)
+{
+	switch (result) {
+	case BIND_RESULT_BOUND:
+		return "bound";
+	case BIND_RESULT_CONFLICT:
+		return "conflict";
+	case BIND_RESULT_NOT_FOUND:
+		return "not_found";
+	case BIND_RESULT_ERROR:
+		return "error";
+	case BIND_RESULT_UNSCHEDULABLE:
+		return "unschedulable";
+	default:
+		return "unknown";
+	}
+}
+
+const char *process_role__name(enum process_role role)
+{
+	switch (role) {
+	case ROLE_SCHEDULER:
+		return "kube-scheduler";
+	case ROLE_APISERVER:
+		return "kube-apiserver";
+	case ROLE_ETCD:
+		return "etcd";
+	case ROLE_WATCHER:
+		return "watcher";
+	default:
+		return "other";
+	}
+}
+
+struct correlator *correlator__new(const struct correlator_options *opt, bind_done_cb cb, void *ctx)
+{
+	struct correlator *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->opt = *opt;
+	c->cb = cb;
+	c->ctx = ctx;
+	c->binds = calloc(MAX_OPEN, sizeof(*c->binds));
+	c->obs = calloc(MAX_OBS, sizeof(*c->obs));
+	if (!c->binds || !c->obs) {
+		correlator__free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return c;
+}
+
+static void observation__clear(struct observation *o)
+{
+	free(o->citation);
+	memset(o, 0, sizeof(*o));
+}
+
+void correlator__free(struct correlator *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	if (c->obs)
+		for (i = 0; i < MAX_OBS; i++)
+			observation__clear(&c->obs[i]);
+	free(c->obs);
+	free(c->binds);
+	free(c);
+}
+
+void correlator__stats(const struct correlator *c, struct correlator_stats *stats)
+{
+	*stats = c->stats;
+	stats->open = c->n_open;
+}
+
+/* "/api/v1/namespaces/NS/pods/NAME/SUB[?...]": NS and NAME, and whether SUB is the one asked
+ * for ("" for the pod itself). */
+static bool parse_pod_path(const char *path, const char *sub, char *ns, size_t ns_len, char *name,
+			   size_t name_len)
+{
+	static const char prefix[] = "/api/v1/namespaces/";
+	const char *p, *slash, *end;
+	size_t n;
+
+	if (strncmp(path, prefix, sizeof(prefix) - 1) != 0)
+		return false;
+	p = path + sizeof(prefix) - 1;
+	slash = strchr(p, '/');
+	if (!slash || (size_t)(slash - p) >= ns_len || strncmp(slash, "/pods/", 6) != 0)
+		return false;
+	memcpy(ns, p, (size_t)(slash - p));
+	ns[slash - p] = '\0';
+	p = slash + 6;
+	end = p + strcspn(p, "/?");
+	n = (size_t)(end - p);
+	if (!n || n >= name_len)
+		return false;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	if (!*sub)
+		return *end != '/';
+	return *end == '/' && strncmp(end + 1, sub, strlen(sub)) == 0 &&
+	       (end[1 + strlen(sub)] == '\0' || end[1 + strlen(sub)] == '?');
+}
+
+static void pod_key(char *out, size_t len, const char *ns, const char *name)
+{
+	int n = snprintf(out, len, "/registry/pods/%.64s/", ns);
+
+	if (n > 0 && (size_t)n < len)
+		util__copy(out + n, len - (size_t)n, name);
+}
+
+static void set_stage(struct stage *st, const struct actor *who, uint64_t mono, uint64_t first,
+		      uint64_t last, uint32_t stream_id)
+{
+	st->seen = true;
+	st->mono_ns = mono;
+	st->first_ns = first;
+	st->last_ns = last;
+	st->stream_id = stream_id;
+	st->who = *who;
+	st->missing[0] = '\0';
+}
+
+/* The open bind of this pod still waiting for its response, or a new one. */
+static struct open_bind *bind_for(struct correlator *c, const char *ns, const char *name,
+				  uint64_t now, bool create)
+{
+	struct open_bind *free_slot = NULL, *b;
+	size_t i;
+
+	for (i = 0; i < MAX_OPEN; i++) {
+		b = &c->binds[i];
+		if (!b->used) {
+			if (!free_slot)
+				free_slot = b;
+			continue;
+		}
+		if (strcmp(b->t.name, name) == 0 && strcmp(b->t.namespace_, ns) == 0 &&
+		    !b->responded)
+			return b;
+	}
+	if (!create)
+		return NULL;
+	if (!free_slot) {
+		/* Full: close the oldest now, as it is. */
+		struct open_bind *oldest = NULL;
+
+		for (i = 0; i < MAX_OPEN; i++)
+			if (!oldest || c->binds[i].t.opened_ns < oldest->t.opened_ns)
+				oldest = &c->binds[i];
+		c->stats.evicted++;
+		oldest->close_after_ns = 0;
+		correlator__tick(c, now, false);
+		free_slot = oldest;
+	}
+	memset(free_slot, 0, sizeof(*free_slot));
+	free_slot->used = true;
+	free_slot->t.seq = ++c->seq;
+	free_slot->t.opened_ns = now;
+	free_slot->close_after_ns = now + c->opt.max_open_ns;
+	util__copy(free_slot->t.namespace_, sizeof(free_slot->t.namespace_), ns);
+	util__copy(free_slot->t.name, sizeof(free_slot->t.name), name);
+	c->n_open++;
+	c->stats.binds++;
+	return free_slot;
+}
+
+/* The bind whose response this is: the newest of this pod with its request seen. */
+static struct open_bind *bind_for_response(struct correlator *c, const char *ns, const char *name)
+{
+	struct open_bind *best = NULL, *b;
+	size_t i;
+
+	for (i = 0; i < MAX_OPEN; i++) {
+		b = &c->binds[i];
+		if (b->used && strcmp(b->t.name, name) == 0 && strcmp(b->t.namespace_, ns) == 0 &&
+		    (!best || b->t.opened_ns > best->t.opened_ns))
+			best = b;
+	}
+	return best;
+}
+
+static struct observation *obs_add(struct correlator *c, enum obs_kind kind,
+				   const struct actor *who, const struct decoded_msg *msg)
+{
+	struct observation *o = &c->obs[c->obs_next++ % MAX_OBS];
+
+	observation__clear(o);
+	o->kind = kind;
+	o->who = *who;
+	if (msg) {
+		o->first_ns = msg->ts_first_ns;
+		o->last_ns = msg->ts_last_ns;
+		o->stream_id = msg->stream_id;
+		util__copy(o->user_agent, sizeof(o->user_agent), msg->http.user_agent);
+		util__copy(o->path, sizeof(o->path), msg->http.path);
+	}
+	return o;
+}
+
+static void on_binding_request(struct correlator *c, const struct actor *who,
+			       const struct decoded_msg *msg, const char *ns, const char *name)
+{
+	bool scheduler = who->role == ROLE_SCHEDULER;
+	struct open_bind *b;
+	struct stage *st;
+
+	b = bind_for(c, ns, name, msg->ts_first_ns, true);
+	if (!b)
+		return;
+	st = &b->t.stages[scheduler ? STAGE_BIND_REQUEST : STAGE_APISERVER_RECEIVED];
+	set_stage(st, who, scheduler ? msg->ts_first_ns : msg->ts_last_ns, msg->ts_first_ns,
+		  msg->ts_last_ns, msg->stream_id);
+	if (msg->body_kind == BODY_K8S && msg->body.k8s.kind == K8S_KIND_BINDING) {
+		util__copy(b->t.node, sizeof(b->t.node), msg->body.k8s.binding.target_name);
+		if (msg->body.k8s.meta.uid[0])
+			util__copy(b->t.uid, sizeof(b->t.uid), msg->body.k8s.meta.uid);
+	}
+	if (msg->unreliable)
+		b->t.gap = true;
+}
+
+static void on_binding_response(struct correlator *c, const struct actor *who,
+				const struct decoded_msg *msg, const char *ns, const char *name)
+{
+	bool scheduler = who->role == ROLE_SCHEDULER;
+	struct open_bind *b = bind_for_response(c, ns, name);
+	struct stage *st;
+
+	if (!b) {
+		/* The request was not seen (the tracer attached in between): open it anyway. */
+		b = bind_for(c, ns, name, msg->ts_first_ns, true);
+		if (!b)
+			return;
+		b->t.started_midway = true;
+	}
+	st = &b->t.stages[scheduler ? STAGE_BIND_RESPONSE_RECEIVED : STAGE_BIND_RESPONSE];
+	set_stage(st, who, scheduler ? msg->ts_last_ns : msg->ts_first_ns, msg->ts_first_ns,
+		  msg->ts_last_ns, msg->stream_id);
+	if (msg->http.status)
+		b->t.status_code = msg->http.status;
+	if (msg->body_kind == BODY_K8S && msg->body.k8s.kind == K8S_KIND_STATUS)
+		util__copy(b->t.status_reason, sizeof(b->t.status_reason),
+			   msg->body.k8s.status.reason[0] ? msg->body.k8s.status.reason
+							  : msg->body.k8s.status.status);
+	if (msg->unreliable)
+		b->t.gap = true;
+	b->responded = true;
+	/* Close once the side that answers last was seen, or the other when that one is not
+	 * traced; the watch events that follow get the linger. */
+	if (scheduler || !c->opt.have_scheduler)
+		b->close_after_ns = msg->ts_last_ns + c->opt.linger_ns;
+	else if (b->close_after_ns > msg->ts_last_ns + 10 * c->opt.linger_ns)
+		b->close_after_ns = msg->ts_last_ns + 10 * c->opt.linger_ns;
+}
+
+/* The scheduler found no node: it patches the pod's status with PodScheduled=False. */
+static void on_status_patch(struct correlator *c, const struct actor *who,
+			    const struct decoded_msg *msg, const char *ns, const char *name)
+{
+	const struct k8s_pod *pod;
+	struct open_bind *b;
+
+	if (msg->body_kind != BODY_K8S || msg->body.k8s.kind != K8S_KIND_POD)
+		return;
+	pod = &msg->body.k8s.pod;
+	if (!pod->has_scheduled || strcmp(pod->scheduled_status, "False") != 0)
+		return;
+	b = bind_for(c, ns, name, msg->ts_first_ns, true);
+	if (!b)
+		return;
+	b->t.result = BIND_RESULT_UNSCHEDULABLE;
+	util__copy(b->t.status_reason, sizeof(b->t.status_reason), pod->scheduled_reason);
+	set_stage(&b->t.stages[STAGE_BIND_REQUEST], who, msg->ts_first_ns, msg->ts_first_ns,
+		  msg->ts_last_ns, msg->stream_id);
+	b->responded = true;
+	b->close_after_ns = msg->ts_last_ns + c->opt.linger_ns;
+}
+
+static void on_http(struct correlator *c, const struct actor *who, const struct decoded_msg *msg)
+{
+	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
+	bool request = msg->kind == DECODED_REQUEST;
+
+	if (msg->kind != DECODED_REQUEST && msg->kind != DECODED_RESPONSE)
+		return;
+	/* Only the two ends of the scheduler's connection: requests it writes and the apiserver
+	 * reads, responses the apiserver writes and it reads. */
+	if (who->role == ROLE_SCHEDULER &&
+	    (request ? msg->dir != CONN_DIR_OUT : msg->dir != CONN_DIR_IN))
+		return;
+	if (who->role == ROLE_APISERVER &&
+	    (request ? msg->dir != CONN_DIR_IN : msg->dir != CONN_DIR_OUT))
+		return;
+	if (strcmp(msg->http.method, "POST") == 0 &&
+	    parse_pod_path(msg->http.path, "binding", ns, sizeof(ns), name, sizeof(name))) {
+		if (request)
+			on_binding_request(c, who, msg, ns, name);
+		else
+			on_binding_response(c, who, msg, ns, name);
+		return;
+	}
+	if (request && who->role == ROLE_SCHEDULER &&
+	    (strcmp(msg->http.method, "PATCH") == 0 || strcmp(msg->http.method, "PUT") == 0) &&
+	    parse_pod_path(msg->http.path, "status", ns, sizeof(ns), name, sizeof(name)))
+		on_status_patch(c, who, msg, ns, name);
+}
+
+static bool is_pod_key(const char *key)
+{
+	return strncmp(key, "/registry/pods/", 15) == 0;
+}
+
+static void on_grpc(struct correlator *c, const struct actor *who, const struct decoded_msg *msg)
+{
+	struct observation *o;
+
+	if (msg->kind == DECODED_GRPC_REQUEST && msg->body_kind == BODY_ETCD_TXN) {
+		const struct etcd_txn *txn = &msg->body.txn;
+		const char *key = txn->has_put ? txn->put.key : txn->compare_key;
+
+		if (!is_pod_key(key))
+			return;
+		if (who->role == ROLE_APISERVER && msg->dir == CONN_DIR_OUT)
+			o = obs_add(c, OBS_TXN_SENT, who, msg);
+		else if (who->role == ROLE_ETCD && msg->dir == CONN_DIR_IN)
+			o = obs_add(c, OBS_ETCD_TXN_IN, who, msg);
+		else
+			return;
+		util__copy(o->key, sizeof(o->key), key);
+		o->compare_rev = txn->compare_revision;
+		if (txn->has_put && txn->put.value.kind == K8S_KIND_POD)
+			util__copy(o->node, sizeof(o->node), txn->put.value.pod.node_name);
+		return;
+	}
+	if (msg->kind == DECODED_GRPC_RESPONSE && msg->body_kind == BODY_ETCD_TXN_RESPONSE) {
+		if (who->role == ROLE_APISERVER && msg->dir == CONN_DIR_IN)
+			o = obs_add(c, OBS_TXN_RESPONSE_IN, who, msg);
+		else if (who->role == ROLE_ETCD && msg->dir == CONN_DIR_OUT)
+			o = obs_add(c, OBS_ETCD_TXN_OUT, who, msg);
+		else
+			return;
+		o->revision = msg->body.txn_response.header.revision;
+		o->succeeded = msg->body.txn_response.succeeded;
+		return;
+	}
+	if (msg->kind == DECODED_ETCD_WATCH_EVENT && msg->body_kind == BODY_ETCD_WATCH_EVENT &&
+	    who->role == ROLE_APISERVER && msg->dir == CONN_DIR_IN) {
+		const struct etcd_watch_event *ev = &msg->body.etcd_watch.event;
+
+		if (!is_pod_key(ev->kv.key))
+			return;
+		o = obs_add(c, OBS_ETCD_WATCH, who, msg);
+		util__copy(o->key, sizeof(o->key), ev->kv.key);
+		o->revision = ev->kv.mod_revision;
+		o->prev_known = ev->has_prev_kv;
+		util__copy(o->prev_node, sizeof(o->prev_node), ev->prev_node_name);
+		if (ev->kv.value.kind == K8S_KIND_POD)
+			util__copy(o->node, sizeof(o->node), ev->kv.value.pod.node_name);
+	}
+}
+
+static void on_watch_event(struct correlator *c, const struct actor *who,
+			   const struct decoded_msg *msg)
+{
+	const struct k8s_object *obj = &msg->body.watch.object;
+	struct observation *o;
+	bool sent = who->role == ROLE_APISERVER && msg->dir == CONN_DIR_OUT;
+	bool received = who->role != ROLE_APISERVER && msg->dir == CONN_DIR_IN;
+
+	if (msg->body_kind != BODY_K8S_WATCH_EVENT || (!sent && !received))
+		return;
+	if (obj->kind != K8S_KIND_POD && obj->kind != K8S_KIND_TABLE_ROW)
+		return;
+	if (!obj->meta.name[0] || !obj->meta.resource_version[0])
+		return;
+	o = obs_add(c, sent ? OBS_WATCH_SENT : OBS_WATCH_RECEIVED, who, msg);
+	snprintf(o->key, sizeof(o->key), "%s/%s", obj->meta.namespace, obj->meta.name);
+	o->revision = strtoll(obj->meta.resource_version, NULL, 10);
+	util__copy(o->event_type, sizeof(o->event_type), msg->body.watch.type);
+	if (obj->kind == K8S_KIND_POD) {
+		util__copy(o->node, sizeof(o->node), obj->pod.node_name);
+		util__copy(o->encoding, sizeof(o->encoding),
+			   obj->encoding == K8S_ENCODING_PROTOBUF ? "protobuf" : "json");
+	} else {
+		util__copy(o->node, sizeof(o->node),
+			   strcmp(obj->row.node_name, "<none>") ? obj->row.node_name : "");
+		snprintf(o->encoding, sizeof(o->encoding), "table");
+	}
+}
+
+void correlator__message(struct correlator *c, const struct actor *who,
+			 const struct decoded_msg *msg)
+{
+	switch (msg->kind) {
+	case DECODED_REQUEST:
+	case DECODED_RESPONSE:
+		if (who->role == ROLE_SCHEDULER || who->role == ROLE_APISERVER)
+			on_http(c, who, msg);
+		break;
+	case DECODED_GRPC_REQUEST:
+	case DECODED_GRPC_RESPONSE:
+	case DECODED_ETCD_WATCH_EVENT:
+		on_grpc(c, who, msg);
+		break;
+	case DECODED_WATCH_EVENT:
+		on_watch_event(c, who, msg);
+		break;
+	default:
+		break;
+	}
+}
+
+void correlator__fsync(struct correlator *c, const struct actor *who, uint64_t start_ns,
+		       uint64_t end_ns, bool is_wal, int64_t ret)
+{
+	struct observation *o;
+
+	if (!is_wal || ret != 0)
+		return;
+	o = obs_add(c, OBS_FSYNC, who, NULL);
+	o->first_ns = start_ns;
+	o->last_ns = end_ns;
+}
+
+void correlator__call(struct correlator *c, const char *ns, const char *name,
+		      const struct citation *citation)
+{
+	struct actor none = { 0 };
+	struct observation *o = obs_add(c, OBS_CALL, &none, NULL);
+
+	snprintf(o->key, sizeof(o->key), "%s/%s", ns, name);
+	o->first_ns = o->last_ns = citation->mono_ns;
+	o->citation = malloc(sizeof(*o->citation));
+	if (o->citation)
+		*o->citation = *citation;
+}
+
+void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t now_ns)
+{
+	struct loss *l = &c->losses[c->loss_next++ % MAX_LOSSES];
+
+	l->pid = pid;
+	l->conn = conn;
+	l->ns = now_ns;
+}
+
+/* Strip the port: "127.0.0.1:6443" -> compare the full strings instead; a connection seen from
+ * its two ends reads with laddr and raddr swapped. */
+static bool same_connection(const struct actor *a, const struct actor *b)
+{
+	return strcmp(a->laddr, b->raddr) == 0 && strcmp(a->raddr, b->laddr) == 0;
+}
+
+/* Walk the observations, oldest first. */
+#define for_each_obs(c, o, i)                                                                      \
+	for (i = (c)->obs_next > MAX_OBS ? (c)->obs_next - MAX_OBS : 0;                            \
+	     i < (c)->obs_next && ((o) = &(c)->obs[i % MAX_OBS], 1); i++)
+
+static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t window_start,
+			 uint64_t window_end)
+{
+	char key[KEY_MAX];
+	struct observation *o, *sent = NULL, *in = NULL, *out = NULL, *fs = NULL;
+	uint64_t i;
+
+	pod_key(key, sizeof(key), t->namespace_, t->name);
+	/* Every Txn the apiserver wrote on this pod in the window: the attempts. */
+	for_each_obs(c, o, i)
+	{
+		if (o->kind != OBS_TXN_SENT || strcmp(o->key, key) != 0 ||
+		    o->first_ns < window_start || o->first_ns > window_end)
+			continue;
+		if (t->node[0] && o->node[0] && strcmp(o->node, t->node) != 0)
+			continue;
+		if (t->n_txns < BIND_MAX_TXNS) {
+			struct txn_attempt *a = &t->txns[t->n_txns++];
+			struct observation *r;
+			uint64_t j;
+
+			a->sent_ns = o->first_ns;
+			a->compare_revision = o->compare_rev;
+			for_each_obs(c, r, j)
+			{
+				if (r->kind == OBS_TXN_RESPONSE_IN &&
+				    r->stream_id == o->stream_id && r->who.conn == o->who.conn &&
+				    r->who.pid == o->who.pid && r->first_ns >= o->first_ns) {
+					a->responded = true;
+					a->response_ns = r->last_ns;
+					a->revision = r->revision;
+					a->succeeded = r->succeeded;
+					break;
+				}
+			}
+		}
+		/* The attempt that wrote: the last one, or the one that succeeded. */
+		if (!sent || t->txns[t->n_txns - 1].succeeded)
+			sent = o;
+	}
+	if (sent)
+		set_stage(&t->stages[STAGE_ETCD_TXN_SENT], &sent->who, sent->first_ns,
+			  sent->first_ns, sent->last_ns, sent->stream_id);
+
+	/* The same Txn read by etcd: same HTTP/2 stream, the connection seen from the other end. */
+	for_each_obs(c, o, i)
+	{
+		if (o->kind != OBS_ETCD_TXN_IN || strcmp(o->key, key) != 0)
+			continue;
+		if (sent ? (o->stream_id == sent->stream_id && same_connection(&o->who, &sent->who))
+			 : (o->first_ns >= window_start && o->first_ns <= window_end)) {
+			in = o;
+			if (sent)
+				break;
+		}
+	}
+	if (in) {
+		set_stage(&t->stages[STAGE_ETCD_TXN_RECEIVED], &in->who, in->last_ns, in->first_ns,
+			  in->last_ns, in->stream_id);
+		for_each_obs(c, o, i)
+		{
+			if (o->kind == OBS_ETCD_TXN_OUT && o->stream_id == in->stream_id &&
+			    o->who.conn == in->who.conn && o->who.pid == in->who.pid &&
+			    o->first_ns >= in->first_ns) {
+				out = o;
+				break;
+			}
+		}
+	}
+	if (out) {
+		set_stage(&t->stages[STAGE_ETCD_TXN_RESPONSE], &out->who, out->first_ns,
+			  out->first_ns, out->last_ns, out->stream_id);
+		if (out->succeeded)
+			t->revision = out->revision;
+	} else if (sent && t->n_txns && t->txns[t->n_txns - 1].succeeded) {
+		t->revision = t->txns[t->n_txns - 1].revision;
+	}
+
+	/* The WAL fdatasync that made it durable: the first to start after etcd read the Txn
+	 * and to end before it answered. */
+	if (in && out) {
+		for_each_obs(c, o, i)
+		{
+			if (o->kind == OBS_FSYNC && o->who.pid == in->who.pid &&
+			    o->first_ns >= in->first_ns && o->last_ns <= out->first_ns &&
+			    (!fs || o->first_ns < fs->first_ns))
+				fs = o;
+		}
+		if (fs)
+			set_stage(&t->stages[STAGE_ETCD_WAL_FSYNC], &fs->who, fs->first_ns,
+				  fs->first_ns, fs->last_ns, 0);
+	}
+
+	/* etcd's watch event of that revision back at the apiserver. */
+	if (t->revision) {
+		for_each_obs(c, o, i)
+		{
+			if (o->kind == OBS_ETCD_WATCH && o->revision == t->revision &&
+			    strcmp(o->key, key) == 0) {
+				set_stage(&t->stages[STAGE_ETCD_WATCH_EVENT], &o->who, o->last_ns,
+					  o->first_ns, o->last_ns, o->stream_id);
+				t->node_before_known = o->prev_known;
+				util__copy(t->node_before, sizeof(t->node_before), o->prev_node);
+				break;
+			}
+		}
+	}
+}
+
+static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
+{
+	char key[KEY_MAX];
+	struct observation *o, *r;
+	uint64_t i, j;
+	int k;
+
+	if (!t->revision)
+		return;
+	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
+	for_each_obs(c, o, i)
+	{
+		struct watcher *w = NULL;
+
+		if (o->kind != OBS_WATCH_SENT || o->revision != t->revision || strcmp(o->key, key))
+			continue;
+		/* One watcher per stream: a Table and its object are the same event. */
+		for (k = 0; k < t->n_watchers; k++)
+			if (t->watchers[k].sent.who.conn == o->who.conn &&
+			    t->watchers[k].sent.stream_id == o->stream_id)
+				w = &t->watchers[k];
+		if (w)
+			continue;
+		if (t->n_watchers == BIND_MAX_WATCHERS) {
+			t->watchers_dropped++;
+			continue;
+		}
+		w = &t->watchers[t->n_watchers++];
+		set_stage(&w->sent, &o->who, o->first_ns, o->first_ns, o->last_ns, o->stream_id);
+		util__copy(w->user_agent, sizeof(w->user_agent), o->user_agent);
+		util__copy(w->path, sizeof(w->path), o->path);
+		util__copy(w->encoding, sizeof(w->encoding), o->encoding);
+		util__copy(w->event_type, sizeof(w->event_type), o->event_type);
+		util__copy(w->node_after, sizeof(w->node_after), o->node);
+		w->before_known = t->node_before_known;
+		util__copy(w->node_before, sizeof(w->node_before), t->node_before);
+		for_each_obs(c, r, j)
+		{
+			if (r->kind == OBS_WATCH_RECEIVED && r->revision == t->revision &&
+			    r->stream_id == o->stream_id && same_connection(&r->who, &o->who) &&
+			    strcmp(r->key, key) == 0) {
+				set_stage(&w->received, &r->who, r->last_ns, r->first_ns,
+					  r->last_ns, r->stream_id);
+				break;
+			}
+		}
+		if (!w->received.seen)
+			snprintf(w->received.missing, sizeof(w->received.missing),
+				 "the watcher is not traced");
+	}
+}
+
+static void resolve_citation(struct correlator *c, struct bind_timeline *t)
+{
+	char key[KEY_MAX];
+	struct observation *o, *best = NULL;
+	uint64_t i, before = t->stages[STAGE_BIND_REQUEST].seen
+				 ? t->stages[STAGE_BIND_REQUEST].mono_ns
+				 : UINT64_MAX;
+
+	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
+	for_each_obs(c, o, i)
+	{
+		if (o->kind == OBS_CALL && o->citation && strcmp(o->key, key) == 0 &&
+		    o->first_ns <= before)
+			best = o;
+	}
+	if (best)
+		t->citation = *best->citation;
+}
+
+static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from, uint64_t to,
+		    bool *drop)
+{
+	size_t i;
+	bool hit = false;
+
+	for (i = 0; i < MAX_LOSSES && i < c->loss_next; i++) {
+		const struct loss *l = &c->losses[i];
+
+		if (l->ns < from || l->ns > to)
+			continue;
+		if (!l->conn)
+			*drop = true;
+		else if (st && st->seen && l->conn == st->who.conn && l->pid == st->who.pid)
+			hit = true;
+	}
+	return hit;
+}
+
+static void explain_missing(struct correlator *c, struct bind_timeline *t)
+{
+	static const enum process_role stage_role[STAGE_MAX] = {
+		[STAGE_BIND_REQUEST] = ROLE_SCHEDULER,
+		[STAGE_APISERVER_RECEIVED] = ROLE_APISERVER,
+		[STAGE_ETCD_TXN_SENT] = ROLE_APISERVER,
+		[STAGE_ETCD_TXN_RECEIVED] = ROLE_ETCD,
+		[STAGE_ETCD_WAL_FSYNC] = ROLE_ETCD,
+		[STAGE_ETCD_TXN_RESPONSE] = ROLE_ETCD,
+		[STAGE_ETCD_WATCH_EVENT] = ROLE_APISERVER,
+		[STAGE_BIND_RESPONSE] = ROLE_APISERVER,
+		[STAGE_BIND_RESPONSE_RECEIVED] = ROLE_SCHEDULER,
+	};
+	uint64_t from = UINT64_MAX, to = 0;
+	bool drop = false, gap = false;
+	int s;
+
+	for (s = 0; s < STAGE_MAX; s++) {
+		if (!t->stages[s].seen)
+			continue;
+		if (t->stages[s].first_ns < from)
+			from = t->stages[s].first_ns;
+		if (t->stages[s].last_ns > to)
+			to = t->stages[s].last_ns;
+	}
+	if (from == UINT64_MAX)
+		from = to = t->opened_ns;
+	for (s = 0; s < STAGE_MAX; s++)
+		gap |= lost_on(c, &t->stages[s], from - (from > 1000000000 ? 1000000000 : from),
+			       to + 1000000000, &drop);
+	t->gap |= gap;
+	t->drops |= drop;
+	if (from < c->opt.attach_ns + 1000000 && !t->stages[STAGE_BIND_REQUEST].seen)
+		t->started_midway = true;
+
+	t->missing = 0;
+	for (s = 0; s < STAGE_MAX; s++) {
+		struct stage *st = &t->stages[s];
+		bool etcd_stage = s >= STAGE_ETCD_TXN_SENT && s <= STAGE_ETCD_WATCH_EVENT;
+		const char *why;
+
+		if (st->seen)
+			continue;
+		if (t->result == BIND_RESULT_UNSCHEDULABLE) {
+			why = "no Binding: the pod fits no node";
+		} else if (etcd_stage && t->status_code && t->status_code != 201) {
+			why = t->status_code == 409   ? "no etcd write: 409 Conflict"
+			      : t->status_code == 404 ? "no etcd write: 404 Not Found"
+						      : "no etcd write: the bind failed";
+		} else if ((stage_role[s] == ROLE_SCHEDULER && !c->opt.have_scheduler) ||
+			   (stage_role[s] == ROLE_APISERVER && !c->opt.have_apiserver) ||
+			   (stage_role[s] == ROLE_ETCD && !c->opt.have_etcd)) {
+			why = stage_role[s] == ROLE_SCHEDULER	? "kube-scheduler is not traced"
+			      : stage_role[s] == ROLE_APISERVER ? "kube-apiserver is not traced"
+								: "etcd is not traced";
+		} else if (drop) {
+			why = "ring buffer drops while this bind was in flight";
+		} else if (t->gap) {
+			why = "bytes lost on a connection of this bind (capture gap)";
+		} else if (t->started_midway) {
+			why = "the bind began before bindtrace attached";
+		} else {
+			why = "not observed";
+		}
+		util__copy(st->missing, sizeof(st->missing), why);
+		/* Stages that cannot exist for this outcome are explained, not counted. */
+		if (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST)
+			continue;
+		if (etcd_stage && t->status_code && t->status_code != 201)
+			continue;
+		t->missing++;
+	}
+}
+
+static void close_bind(struct correlator *c, struct open_bind *b)
+{
+	struct bind_timeline *t = &b->t;
+	uint64_t start = UINT64_MAX, end = 0;
+	int s;
+
+	if (t->result != BIND_RESULT_UNSCHEDULABLE) {
+		for (s = 0; s < STAGE_MAX; s++) {
+			if (!t->stages[s].seen)
+				continue;
+			if (t->stages[s].first_ns < start)
+				start = t->stages[s].first_ns;
+			if (t->stages[s].last_ns > end)
+				end = t->stages[s].last_ns;
+		}
+		if (start != UINT64_MAX)
+			resolve_etcd(c, t, start, end);
+		resolve_watchers(c, t);
+		switch (t->status_code) {
+		case 0:
+			t->result = BIND_RESULT_UNKNOWN;
+			break;
+		case 200:
+		case 201:
+			t->result = BIND_RESULT_BOUND;
+			break;
+		case 404:
+			t->result = BIND_RESULT_NOT_FOUND;
+			break;
+		case 409:
+			t->result = BIND_RESULT_CONFLICT;
+			break;
+		default:
+			t->result = BIND_RESULT_ERROR;
+		}
+	}
+	resolve_citation(c, t);
+	explain_missing(c, t);
+	if (t->result == BIND_RESULT_UNSCHEDULABLE)
+		c->stats.unschedulable++;
+	else if (!t->missing)
+		c->stats.complete++;
+	c->cb(t, c->ctx);
+	b->used = false;
+	c->n_open--;
+}
+
+void correlator__tick(struct correlator *c, uint64_t now_ns, bool flush)
+{
+	size_t i;
+
+	for (i = 0; i < MAX_OPEN && c->n_open; i++) {
+		struct open_bind *b = &c->binds[i];
+
+		if (b->used && (flush || now_ns >= b->close_after_ns))
+			close_bind(c, b);
+	}
+}

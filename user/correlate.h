@@ -1,0 +1,180 @@
+/* The bind correlator: joins what the decoders saw in kube-scheduler, kube-apiserver and etcd,
+ * plus etcd's WAL fsyncs and the scheduler's bind call, into one timeline per pod bind. It knows
+ * nothing of bytes or BPF: its inputs are decoded messages annotated with who saw them.
+ *
+ * Stage timestamps are kernel-observed CLOCK_MONOTONIC ns. A sender's stage is the moment its
+ * first byte was handed to crypto/tls (or write(2)); a receiver's stage is the moment the last
+ * byte of the message came out of crypto/tls (or read(2)): the earliest the process could act. */
+#ifndef BINDTRACE_CORRELATE_H
+#define BINDTRACE_CORRELATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "decode.h"
+
+#define BIND_NAME_MAX 254
+#define BIND_NS_MAX 64
+#define BIND_ADDR_MAX 64
+#define BIND_MAX_WATCHERS 16
+#define BIND_MAX_FRAMES 32
+#define BIND_MAX_TXNS 8
+#define BIND_REASON_MAX 160
+
+enum process_role {
+	ROLE_OTHER = 0,
+	ROLE_SCHEDULER,
+	ROLE_APISERVER,
+	ROLE_ETCD,
+	ROLE_WATCHER, /* a client of the apiserver traced because it watches pods */
+};
+
+enum stage_id {
+	STAGE_BIND_REQUEST,
+	STAGE_APISERVER_RECEIVED,
+	STAGE_ETCD_TXN_SENT,
+	STAGE_ETCD_TXN_RECEIVED,
+	STAGE_ETCD_WAL_FSYNC,
+	STAGE_ETCD_TXN_RESPONSE,
+	STAGE_ETCD_WATCH_EVENT,
+	STAGE_BIND_RESPONSE,
+	STAGE_BIND_RESPONSE_RECEIVED,
+	STAGE_MAX,
+};
+
+enum bind_result {
+	BIND_RESULT_UNKNOWN = 0,
+	BIND_RESULT_BOUND,	   /* 201 */
+	BIND_RESULT_CONFLICT,	   /* 409: already bound, or the update conflicted */
+	BIND_RESULT_NOT_FOUND,	   /* 404: the pod is gone */
+	BIND_RESULT_ERROR,	   /* any other status */
+	BIND_RESULT_UNSCHEDULABLE, /* no Binding: PodScheduled=False (Unschedulable) */
+};
+
+/* Who did something, and on which connection. */
+struct actor {
+	pid_t pid;
+	char comm[17];
+	enum process_role role;
+	uint64_t conn; /* the socket's inode */
+	char laddr[BIND_ADDR_MAX];
+	char raddr[BIND_ADDR_MAX];
+};
+
+struct stage {
+	bool seen;
+	uint64_t mono_ns;   /* the stage's time (see the file comment) */
+	uint64_t first_ns;  /* first byte of the message (or fsync start) */
+	uint64_t last_ns;   /* last byte of the message (or fsync end) */
+	uint32_t stream_id; /* HTTP/2 stream (HTTP/1.1: request number) */
+	struct actor who;
+	char missing[BIND_REASON_MAX]; /* why it is not there, when !seen */
+};
+
+struct watcher {
+	struct stage sent;     /* the apiserver wrote the event on this watcher's stream */
+	struct stage received; /* the watcher read it (only for traced watchers) */
+	char user_agent[128];
+	char path[160];
+	char encoding[16]; /* "protobuf", "json", "table" */
+	char event_type[16];
+	char node_before[BIND_NAME_MAX];
+	char node_after[BIND_NAME_MAX];
+	bool before_known;
+};
+
+struct txn_attempt {
+	uint64_t sent_ns, response_ns;
+	int64_t compare_revision;
+	int64_t revision;
+	bool responded;
+	bool succeeded;
+};
+
+struct frame_line {
+	uint64_t pc;
+	char func[160];
+	char file[160];
+	int line;
+};
+
+struct citation {
+	bool known;
+	char binary_version[64]; /* k8s.io/kubernetes version from buildinfo */
+	char go_version[32];
+	char probe[96]; /* the probed function */
+	pid_t tid;
+	uint64_t mono_ns;
+	int n_frames;
+	struct frame_line frames[BIND_MAX_FRAMES];
+	int cited; /* index of the frame cited as the line that issued the bind */
+};
+
+struct bind_timeline {
+	uint64_t seq;
+	enum bind_result result;
+	char namespace_[BIND_NS_MAX];
+	char name[BIND_NAME_MAX];
+	char uid[48];
+	char node[BIND_NAME_MAX]; /* the Binding's target */
+	int status_code;	  /* of the bind response; 0 unknown */
+	char status_reason[128];
+	int64_t revision; /* etcd revision of the write = the pod's resourceVersion */
+	char node_before[BIND_NAME_MAX]; /* spec.nodeName before the write, from etcd's prev_kv */
+	bool node_before_known;
+	struct stage stages[STAGE_MAX];
+	struct txn_attempt txns[BIND_MAX_TXNS];
+	int n_txns;
+	struct watcher watchers[BIND_MAX_WATCHERS];
+	int n_watchers;
+	int watchers_dropped;
+	struct citation citation;
+	/* What may have hidden something: gaps on a connection of this bind, ring buffer drops
+	 * while it was open, the tracer attaching after it began. */
+	bool gap;
+	bool drops;
+	bool started_midway;
+	int missing; /* required stages not seen */
+	uint64_t opened_ns;
+};
+
+const char *stage__name(enum stage_id stage);
+const char *bind_result__name(enum bind_result result);
+const char *process_role__name(enum process_role role);
+
+struct correlator;
+typedef void (*bind_done_cb)(const struct bind_timeline *bind, void *ctx);
+
+struct correlator_options {
+	uint64_t linger_ns;   /* keep a bind open this long after its last stage (watchers) */
+	uint64_t max_open_ns; /* give up on a bind opened this long ago */
+	uint64_t attach_ns;   /* when the tracer attached: earlier binds are "started midway" */
+	bool have_scheduler, have_apiserver, have_etcd;
+};
+
+struct correlator *correlator__new(const struct correlator_options *opt, bind_done_cb cb,
+				   void *ctx);
+void correlator__free(struct correlator *c);
+
+/* A decoded message as seen by `who` (its connection and process). */
+void correlator__message(struct correlator *c, const struct actor *who,
+			 const struct decoded_msg *msg);
+/* An fsync/fdatasync of etcd; is_wal: the file is in member/wal/. */
+void correlator__fsync(struct correlator *c, const struct actor *who, uint64_t start_ns,
+		       uint64_t end_ns, bool is_wal, int64_t ret);
+/* The scheduler entered its bind call for ns/name: the citation of that bind. */
+void correlator__call(struct correlator *c, const char *ns, const char *name,
+		      const struct citation *citation);
+/* Bytes lost on a connection (a gap), or ring buffer drops (conn 0: anywhere). */
+void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t now_ns);
+/* Emit binds whose time is up; all of them when flush. */
+void correlator__tick(struct correlator *c, uint64_t now_ns, bool flush);
+
+struct correlator_stats {
+	uint64_t binds, complete, unschedulable, open, evicted;
+};
+void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
+
+#endif

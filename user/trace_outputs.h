@@ -1,0 +1,58 @@
+/* The file outputs of the bind tracer, beside the timeline on stdout: --perfetto (Chrome
+ * trace-event JSON), --evidence (per-bind decoded frames, kernel events and binary identities)
+ * and --report (Markdown write-up of one bind with an SVG waterfall). They see everything the
+ * tracer sees, in order, and the finished binds. */
+#ifndef BINDTRACE_TRACE_OUTPUTS_H
+#define BINDTRACE_TRACE_OUTPUTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "correlate.h"
+#include "decode.h"
+#include "events.h"
+
+struct go_binary;
+
+struct trace_options {
+	bool check;
+	bool json;
+	bool summary_only;
+	const char *perfetto; /* file */
+	const char *evidence; /* directory */
+	const char *report;   /* file; needs pod_name */
+	char pod_ns[64];
+	char pod_name[254];
+	char namespace_[64];
+	unsigned long count;
+	unsigned long duration_s;
+	unsigned long ringbuf_bytes;
+	unsigned long linger_ms;
+	pid_t scheduler_pid, apiserver_pid, etcd_pid;
+};
+
+struct trace_outputs;
+
+/* NULL with errno set, after a one-line error on stderr, when a file or directory cannot be
+ * created. Files are created 0600 (they hold request contents). */
+struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_t wall_offset_ns);
+/* An attached process and its binary's identity. */
+void trace_outputs__process(struct trace_outputs *o, const char *role, pid_t pid, const char *exe,
+			    const char *go_version, const char *module_version,
+			    struct go_binary *gb);
+/* Everything the tracer sees, in order: raw data events, decoded messages, fsyncs. */
+void trace_outputs__data(struct trace_outputs *o, const struct actor *who,
+			 const struct data_event *e);
+void trace_outputs__message(struct trace_outputs *o, const struct actor *who,
+			    const struct decoded_msg *msg);
+void trace_outputs__fsync(struct trace_outputs *o, const struct actor *who,
+			  const struct fsync_event *e, const char *path);
+/* A finished bind (already filtered by --pod/--namespace/--count). */
+void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t);
+/* Close the files; write what is written at the end (the report). 0, or -errno after a message. */
+int trace_outputs__finish(struct trace_outputs *o);
+void trace_outputs__free(struct trace_outputs *o);
+
+#endif
