@@ -185,17 +185,46 @@ void hpack_decoder__forget(struct hpack_decoder *dec)
 void hpack_decoder__free(struct hpack_decoder *dec)
 {
 	free(dec->data);
+	free(dec->entries);
 	dec->data = NULL;
 	dec->data_cap = 0;
 	dec->data_end = 0;
+	dec->entries = NULL;
+	dec->entries_cap = 0;
+	dec->head = 0;
 	dec->count = 0;
 	dec->size = 0;
 }
 
-/* i = 0 is the newest entry. */
+size_t hpack_decoder__heap_bytes(const struct hpack_decoder *dec)
+{
+	return (size_t)dec->entries_cap * sizeof(dec->entries[0]) + dec->data_cap;
+}
+
+/* i = 0 is the newest entry; i < count <= entries_cap. */
 static struct hpack_entry *entry_at(struct hpack_decoder *dec, uint32_t i)
 {
-	return &dec->entries[(dec->head + HPACK_MAX_ENTRIES - i) % HPACK_MAX_ENTRIES];
+	return &dec->entries[(dec->head - i) & (dec->entries_cap - 1)];
+}
+
+/* Doubles the entry ring (up to HPACK_MAX_ENTRIES), laying the entries out oldest first. */
+static int grow_entries(struct hpack_decoder *dec)
+{
+	uint32_t cap = dec->entries_cap ? dec->entries_cap * 2 : HPACK_MIN_ENTRIES;
+	struct hpack_entry *e;
+
+	if (cap > HPACK_MAX_ENTRIES)
+		return -ENOSPC;
+	e = malloc((size_t)cap * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < dec->count; i++)
+		e[dec->count - 1 - i] = *entry_at(dec, i);
+	free(dec->entries);
+	dec->entries = e;
+	dec->entries_cap = cap;
+	dec->head = dec->count ? dec->count - 1 : cap - 1;
+	return 0;
 }
 
 static void evict_to(struct hpack_decoder *dec, uint32_t limit)
@@ -263,8 +292,15 @@ static void table_insert(struct hpack_decoder *dec, const struct hpack_header *h
 		return;
 	}
 	evict_to(dec, dec->max_size - (uint32_t)size);
-	if (dec->count == HPACK_MAX_ENTRIES)
+	if (dec->count == dec->entries_cap && grow_entries(dec)) {
+		if (!dec->count) {
+			/* No memory for even one entry: later references become unknown. */
+			dec->entries_dropped++;
+			dec->tolerant = true;
+			return;
+		}
 		evict_to(dec, dec->size - entry_at(dec, dec->count - 1)->size);
+	}
 	/* Copy before reserve() may move the bytes a name reference points into. */
 	uint32_t n = (uint32_t)(h->name_len + h->value_len);
 	char tmp_name[HPACK_MAX_STRING];
@@ -272,13 +308,15 @@ static void table_insert(struct hpack_decoder *dec, const struct hpack_header *h
 	memcpy(tmp_name, h->name, name_len);
 	if (reserve(dec, n)) {
 		evict_to(dec, 0);
+		dec->entries_dropped++;
+		dec->tolerant = true;
 		return;
 	}
 	uint32_t off = dec->data_end;
 	memcpy(dec->data + off, tmp_name, name_len);
 	memmove(dec->data + off + name_len, h->value, h->value_len);
 	dec->data_end += n;
-	dec->head = (dec->head + 1) % HPACK_MAX_ENTRIES;
+	dec->head = (dec->head + 1) & (dec->entries_cap - 1);
 	struct hpack_entry *e = entry_at(dec, 0);
 	e->offset = off;
 	e->name_len = (uint32_t)name_len;
@@ -386,6 +424,10 @@ static int lookup(struct hpack_decoder *dec, uint64_t index, struct hpack_header
 	return 0;
 }
 
+/* Decoded literals, one set per thread: a block is decoded in one call, and the strings handed to
+ * the callback live only for it. Sharing them keeps an idle decoder small. */
+static __thread char scratch[2 * HPACK_MAX_STRING];
+
 int hpack_decoder__decode(struct hpack_decoder *dec, const uint8_t *buf, size_t len,
 			  hpack_header_cb cb, void *ctx)
 {
@@ -428,19 +470,19 @@ int hpack_decoder__decode(struct hpack_decoder *dec, const uint8_t *buf, size_t 
 				/* Copy the name: the table may move when this entry is inserted. */
 				size_t n =
 				    h.name_len < HPACK_MAX_STRING ? h.name_len : HPACK_MAX_STRING;
-				memmove(dec->scratch, h.name, n);
-				h.name = dec->scratch;
+				memmove(scratch, h.name, n);
+				h.name = scratch;
 				h.name_len = n;
 				h.flags &= ~(unsigned)(HPACK_VALUE_UNKNOWN);
 			} else {
-				if (read_string(buf, len, &pos, dec->scratch, HPACK_MAX_STRING,
-						&stored, &name_real))
+				if (read_string(buf, len, &pos, scratch, HPACK_MAX_STRING, &stored,
+						&name_real))
 					return -EBADMSG;
-				h.name = dec->scratch;
+				h.name = scratch;
 				h.name_len = stored;
 				h.flags = name_real > stored ? HPACK_TRUNCATED : 0;
 			}
-			char *vdst = dec->scratch + HPACK_MAX_STRING;
+			char *vdst = scratch + HPACK_MAX_STRING;
 			if (read_string(buf, len, &pos, vdst, HPACK_MAX_STRING, &stored,
 					&value_real))
 				return -EBADMSG;

@@ -6,7 +6,11 @@
  * entry, so those stay exact, and a reference past them yields a header flagged unknown while
  * decoding goes on. Entries are evicted by the size rule when the table size is known; when it is
  * not (started mid-connection) eviction waits for the cap, which is safe because an encoder never
- * references an entry it has evicted. */
+ * references an entry it has evicted.
+ *
+ * A decoder costs a few dozen bytes until entries are inserted: the entry ring and the entry bytes
+ * grow with the table actually in use, up to the caps. The scratch space for literals is one per
+ * thread, so a header callback must not decode another block. */
 #ifndef BINDTRACE_HPACK_H
 #define BINDTRACE_HPACK_H
 
@@ -18,7 +22,9 @@
 #define HPACK_DEFAULT_TABLE_SIZE 4096
 /* Largest dynamic table we keep, in RFC 7541 size units (name + value + 32 per entry). */
 #define HPACK_MAX_TABLE_SIZE 65536
-#define HPACK_MAX_ENTRIES (HPACK_MAX_TABLE_SIZE / 32)
+#define HPACK_MAX_ENTRIES (HPACK_MAX_TABLE_SIZE / 32) /* a power of two */
+/* First size of the entry ring when an entry is inserted (a power of two). */
+#define HPACK_MIN_ENTRIES 16
 /* Longest name or value handed to the callback; longer ones are cut and flagged. */
 #define HPACK_MAX_STRING 8192
 
@@ -57,12 +63,13 @@ struct hpack_decoder {
 	uint32_t size;	   /* sum of entry sizes */
 	uint32_t head;	   /* ring index of the newest entry */
 	uint32_t count;	   /* entries we know */
-	struct hpack_entry entries[HPACK_MAX_ENTRIES];
+	struct hpack_entry *entries; /* ring of entries_cap (0 or a power of two) */
+	uint32_t entries_cap;
 	uint8_t *data; /* entry bytes, oldest first, appended at data_end */
 	uint32_t data_cap;
 	uint32_t data_end;
-	uint64_t unknown_refs; /* references to entries we never saw */
-	char scratch[2 * HPACK_MAX_STRING];
+	uint64_t unknown_refs;	  /* references to entries we never saw */
+	uint64_t entries_dropped; /* not inserted for want of memory */
 };
 
 /* from_start: the decoder sees the connection from its first header block. */
@@ -72,6 +79,8 @@ void hpack_decoder__forget(struct hpack_decoder *dec);
 /* SETTINGS_HEADER_TABLE_SIZE acknowledged by the peer: the encoder may use up to this size. */
 void hpack_decoder__set_settings_size(struct hpack_decoder *dec, uint32_t size);
 void hpack_decoder__free(struct hpack_decoder *dec);
+/* Bytes the decoder holds on the heap (entry ring and entry bytes). */
+size_t hpack_decoder__heap_bytes(const struct hpack_decoder *dec);
 
 /* Decodes one complete header block. Returns 0, or -EBADMSG when the block is malformed (the
  * caller should hpack_decoder__forget(), as the table is then out of step). */

@@ -247,6 +247,66 @@ static void test_garbage(void)
 	hpack_decoder__free(&dec);
 }
 
+/* The entry ring grows as entries come (16, 32, ... 2048) and indices stay exact across each
+ * growth; a fresh decoder holds nothing on the heap. */
+static void test_table_growth(void)
+{
+	static struct hpack_decoder dec;
+	static uint8_t buf[1 << 16];
+	size_t n = 0;
+	int bad = 0;
+
+	hpack_decoder__reset(&dec, true);
+	CHECK_INT(hpack_decoder__heap_bytes(&dec), 0);
+	/* Table size update to 65536 (001 prefix, 5-bit integer), then 1500 inserted literals. */
+	buf[n++] = 0x3f;
+	buf[n++] = (uint8_t)(0x80 | ((65536 - 31) & 0x7f));
+	buf[n++] = (uint8_t)(0x80 | (((65536 - 31) >> 7) & 0x7f));
+	buf[n++] = (uint8_t)((65536 - 31) >> 14);
+	for (int i = 0; i < 1500; i++) {
+		char name[16], value[16];
+		int nl = snprintf(name, sizeof(name), "x-k%d", i);
+		int vl = snprintf(value, sizeof(value), "v%d", i);
+		buf[n++] = 0x40;
+		buf[n++] = (uint8_t)nl;
+		memcpy(buf + n, name, (size_t)nl);
+		n += (size_t)nl;
+		buf[n++] = (uint8_t)vl;
+		memcpy(buf + n, value, (size_t)vl);
+		n += (size_t)vl;
+	}
+	CHECK_INT(hpack_decoder__decode(&dec, buf, n, NULL, NULL), 0);
+	CHECK_INT(dec.count, 1500);
+	CHECK_INT(dec.entries_cap, 2048);
+	CHECK(hpack_decoder__heap_bytes(&dec) > 0, "heap");
+	/* Index 62 + k is the k-th newest: entry 1499 - k. */
+	for (int k = 0; k < 1500; k += 7) {
+		struct hdr_list l = { 0 };
+		uint8_t ref[8];
+		size_t r = 0;
+		unsigned idx = 62 + (unsigned)k;
+		ref[r++] = 0xff; /* indexed, 7-bit prefix full */
+		idx -= 127;
+		while (idx >= 128) {
+			ref[r++] = (uint8_t)(0x80 | (idx & 0x7f));
+			idx >>= 7;
+		}
+		ref[r++] = (uint8_t)idx;
+		if (62 + k < 127) {
+			r = 0;
+			ref[r++] = (uint8_t)(0x80 | (62 + k));
+		}
+		CHECK_INT(hpack_decoder__decode(&dec, ref, r, collect, &l), 0);
+		char want[16];
+		snprintf(want, sizeof(want), "x-k%d", 1499 - k);
+		if (l.n != 1 || strcmp(l.name[0], want))
+			bad++;
+	}
+	CHECK_INT(bad, 0);
+	hpack_decoder__free(&dec);
+	CHECK_INT(hpack_decoder__heap_bytes(&dec), 0);
+}
+
 int main(void)
 {
 	test_rfc_examples();
@@ -257,5 +317,6 @@ int main(void)
 	test_against_nghttp2(256, 90);
 	test_against_nghttp2(65536, 120);
 	test_garbage();
+	test_table_growth();
 	return check_summary("hpack");
 }
