@@ -98,15 +98,66 @@ void h2_conn__begin(struct h2_conn *c, int dir, bool from_start)
 	d->state = from_start ? H2_DIR_START : H2_DIR_RESYNC;
 }
 
+void h2_conn__begin_at_frame(struct h2_conn *c, int dir)
+{
+	struct h2_dir *d = &c->dir[dir];
+
+	hpack_decoder__reset(&d->hpack, false);
+	d->state = H2_DIR_FRAME_HEADER;
+	d->hdr_got = 0;
+}
+
 void h2_conn__free(struct h2_conn *c)
 {
 	for (int d = 0; d < 2; d++) {
 		free(c->dir[d].block);
 		free(c->dir[d].rbuf);
 		c->dir[d].block = NULL;
+		c->dir[d].block_cap = 0;
 		c->dir[d].rbuf = NULL;
+		c->dir[d].rcap = 0;
 		hpack_decoder__free(&c->dir[d].hpack);
 	}
+}
+
+size_t h2_conn__heap_bytes(const struct h2_conn *c)
+{
+	size_t n = 0;
+
+	for (int d = 0; d < 2; d++)
+		n += c->dir[d].block_cap + c->dir[d].rcap +
+		     hpack_decoder__heap_bytes(&c->dir[d].hpack);
+	return n;
+}
+
+/* Makes room in the resync buffer for n more bytes, growing it up to H2_RESYNC_BUFFER. Returns
+ * the room there is, which may be less than n (none when memory is short). */
+static uint32_t rbuf_reserve(struct h2_dir *d, size_t n)
+{
+	if (d->rcap - d->rlen < n && d->rcap < H2_RESYNC_BUFFER) {
+		uint32_t cap = d->rcap ? d->rcap : H2_RESYNC_BUFFER_MIN;
+		while (cap < H2_RESYNC_BUFFER && cap - d->rlen < n)
+			cap *= 2;
+		if (cap > H2_RESYNC_BUFFER)
+			cap = H2_RESYNC_BUFFER;
+		uint8_t *nb = realloc(d->rbuf, cap);
+		if (nb) {
+			d->rbuf = nb;
+			d->rcap = cap;
+		}
+	}
+	return d->rcap - d->rlen;
+}
+
+/* In step again: the resync buffer goes back. */
+static void rbuf_release(struct h2_dir *d)
+{
+	free(d->rbuf);
+	d->rbuf = NULL;
+	d->rcap = 0;
+	d->rlen = 0;
+	d->rscan = 0;
+	d->npending = 0;
 }
 
 static void drop_block(struct h2_dir *d)
@@ -356,7 +407,7 @@ static size_t feed_sync(struct h2_conn *c, int dir, const uint8_t *buf, size_t l
 					return (size_t)(buf - start);
 				d->rlen = 0;
 				d->rscan = 0;
-				if (d->rbuf || (d->rbuf = malloc(H2_RESYNC_BUFFER))) {
+				if (rbuf_reserve(d, sizeof(hdr) - 1) >= sizeof(hdr) - 1) {
 					memcpy(d->rbuf, hdr + 1, sizeof(hdr) - 1);
 					d->rlen = sizeof(hdr) - 1;
 				}
@@ -555,11 +606,19 @@ void h2_conn__feed(struct h2_conn *c, int dir, const uint8_t *buf, size_t len, u
 			len -= n;
 			continue;
 		}
-		if (!d->rbuf && !(d->rbuf = malloc(H2_RESYNC_BUFFER))) {
+		size_t n = rbuf_reserve(d, len);
+		if (!n && d->rlen) {
+			/* No memory to grow: give up what is buffered rather than stall. */
+			d->bytes_skipped += d->rlen;
+			d->rlen = 0;
+			d->rscan = 0;
+			d->npending = 0;
+			n = rbuf_reserve(d, len);
+		}
+		if (!n) {
 			d->bytes_skipped += len;
 			return;
 		}
-		size_t n = H2_RESYNC_BUFFER - d->rlen;
 		if (n > len)
 			n = len;
 		memcpy(d->rbuf + d->rlen, buf, n);
@@ -567,7 +626,19 @@ void h2_conn__feed(struct h2_conn *c, int dir, const uint8_t *buf, size_t len, u
 		buf += n;
 		len -= n;
 		resync_process(c, dir, ts);
+		if (d->state != H2_DIR_RESYNC)
+			rbuf_release(d);
 	}
+}
+
+uint32_t h2_conn__data_frame_len(const struct h2_conn *c, int dir)
+{
+	const struct h2_dir *d = &c->dir[dir & 1];
+	uint32_t prefix = payload_prefix(d);
+
+	if (d->type != H2_DATA || prefix + d->pad_len > d->len)
+		return 0;
+	return d->len - prefix - d->pad_len;
 }
 
 void h2_conn__lose(struct h2_conn *c, int dir, uint64_t missing)

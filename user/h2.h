@@ -20,8 +20,10 @@
 #define H2_MAX_HEADER_BLOCK (64u * 1024)
 /* Largest non-DATA payload we keep (SETTINGS, GOAWAY...); the rest of one is skipped. */
 #define H2_MAX_CONTROL_PAYLOAD 1024
-/* Bytes kept while looking for a frame boundary. */
+/* Bytes kept while looking for a frame boundary; the buffer grows to this from
+ * H2_RESYNC_BUFFER_MIN and is given back once in step again. */
 #define H2_RESYNC_BUFFER (64u * 1024)
+#define H2_RESYNC_BUFFER_MIN 4096u
 /* Frames longer than this are not believed while resynchronising (SETTINGS_MAX_FRAME_SIZE of Go
  * servers and clients stays well under it). */
 #define H2_RESYNC_MAX_FRAME (1u << 20)
@@ -106,6 +108,7 @@ struct h2_dir {
 	uint64_t block_ts;
 	/* resync */
 	uint8_t *rbuf;
+	uint32_t rcap;
 	uint32_t rlen;
 	uint32_t rscan;			     /* next position never looked at */
 	uint32_t pending[H2_RESYNC_PENDING]; /* candidates awaiting their follower */
@@ -130,10 +133,18 @@ void h2_conn__init(struct h2_conn *c, const struct h2_callbacks *cb, void *ctx);
 /* How a direction begins: at offset 0 of the connection (a preface or frames from the very
  * start; HPACK strict) or somewhere in the middle (resync; HPACK tolerant). */
 void h2_conn__begin(struct h2_conn *c, int dir, bool from_start);
+/* A direction that begins mid-connection but at a frame boundary (the first bytes a tracer saw
+ * of a connection opened before it attached are those of a whole write): frames are read from
+ * the first byte, HPACK is tolerant. A first header that is not believable still resyncs. */
+void h2_conn__begin_at_frame(struct h2_conn *c, int dir);
 void h2_conn__feed(struct h2_conn *c, int dir, const uint8_t *buf, size_t len, uint64_t ts);
 /* missing bytes were not captured. */
 void h2_conn__lose(struct h2_conn *c, int dir, uint64_t missing);
 void h2_conn__free(struct h2_conn *c);
+/* Inside on_data: the content length (payload less padding) of the DATA frame being read. */
+uint32_t h2_conn__data_frame_len(const struct h2_conn *c, int dir);
+/* Bytes the connection holds on the heap (header blocks, resync buffers, HPACK tables). */
+size_t h2_conn__heap_bytes(const struct h2_conn *c);
 
 /* Is buf (at least 9 bytes) a believable frame header? Exposed for protocol detection. */
 bool h2__plausible_frame_header(const uint8_t *buf, uint32_t max_frame);

@@ -1,5 +1,6 @@
-/* libFuzzer target: the HTTP/2 frame layer with HPACK, fed in pieces, from the start or
- * mid-connection, with gaps. Byte 0 picks the piece size and the mode. */
+/* libFuzzer target: the HTTP/2 frame layer with HPACK, fed in pieces, from the start,
+ * mid-connection at a frame boundary or anywhere, with gaps. Byte 0 picks the piece size and the
+ * mode. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include "h2.h"
 
 volatile size_t fuzz_sink;
+static struct h2_conn *conn;
 
 static void on_header(void *c, int d, uint32_t s, const struct hpack_header *h)
 {
@@ -21,9 +23,12 @@ static void on_header(void *c, int d, uint32_t s, const struct hpack_header *h)
 static void on_data(void *c, int d, uint32_t s, const uint8_t *p, size_t n, bool st, uint64_t a,
 		    uint64_t b)
 {
-	(void)c, (void)d, (void)s, (void)st, (void)a, (void)b;
+	(void)c, (void)s, (void)st, (void)a, (void)b;
 	for (size_t i = 0; i < n; i++)
 		fuzz_sink += p[i];
+	/* What the frame layer says of the frame must cover what it hands over. */
+	if (n > h2_conn__data_frame_len(conn, d))
+		abort();
 }
 
 static const struct h2_callbacks cbs = { .on_header = on_header, .on_data = on_data };
@@ -36,9 +41,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct h2_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return 0;
+	conn = c;
 	h2_conn__init(c, &cbs, NULL);
-	h2_conn__begin(c, 0, mode & 1);
-	h2_conn__begin(c, 1, mode & 2);
+	for (int d = 0; d < 2; d++) {
+		if (!(mode & (1 << d)) && (mode & (0x10 << d)))
+			h2_conn__begin_at_frame(c, d);
+		else
+			h2_conn__begin(c, d, mode & (1 << d));
+	}
 	size_t piece = (mode >> 2) ? (mode >> 2) : size;
 	data++;
 	size--;

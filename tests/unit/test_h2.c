@@ -143,13 +143,21 @@ static size_t lit(uint8_t *o, const char *name, const char *value)
 	return n + vl;
 }
 
-static void run(const struct buf *in, size_t piece, bool from_start, struct events *e,
-		uint64_t gap_after, uint64_t gap)
+enum begin { BEGIN_RESYNC = 0, BEGIN_START = 1, BEGIN_AT_FRAME = 2 };
+
+/* The resync buffer held after the last run, which must be given back once in step. */
+static uint32_t last_rcap;
+
+static void run(const struct buf *in, size_t piece, int begin, struct events *e, uint64_t gap_after,
+		uint64_t gap)
 {
 	struct h2_conn *c = calloc(1, sizeof(*c));
 	memset(e, 0, sizeof(*e));
 	h2_conn__init(c, &cbs, e);
-	h2_conn__begin(c, 0, from_start);
+	if (begin == BEGIN_AT_FRAME)
+		h2_conn__begin_at_frame(c, 0);
+	else
+		h2_conn__begin(c, 0, begin == BEGIN_START);
 	for (size_t o = 0; o < in->n;) {
 		size_t n = piece && piece < in->n - o ? piece : in->n - o;
 		if (gap && o <= gap_after && gap_after < o + n)
@@ -162,8 +170,50 @@ static void run(const struct buf *in, size_t piece, bool from_start, struct even
 		h2_conn__feed(c, 0, in->b + o, n, o);
 		o += n;
 	}
+	last_rcap = c->dir[0].state == H2_DIR_RESYNC ? 0 : c->dir[0].rcap;
 	h2_conn__free(c);
 	free(c);
+}
+
+/* on_data that records the DATA frame's content length as the layer reports it. */
+static struct h2_conn *len_conn;
+static char len_log[256];
+
+static void on_data_len(void *ctx, int dir, uint32_t sid, const uint8_t *d, size_t n, bool start,
+			uint64_t a, uint64_t b)
+{
+	size_t l = strlen(len_log);
+	(void)ctx;
+	(void)d;
+	(void)n;
+	(void)a;
+	(void)b;
+	if (start)
+		snprintf(len_log + l, sizeof(len_log) - l, "%u/%u;", sid,
+			 h2_conn__data_frame_len(len_conn, dir));
+}
+
+static const struct h2_callbacks len_cbs = { .on_data = on_data_len };
+
+static void test_data_frame_len(void)
+{
+	struct buf in = { .n = 0 };
+	uint8_t pd[16] = { 4, 'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0 };
+
+	frame(&in, H2_DATA, 0, 1, "abc", 3);
+	frame(&in, H2_DATA, H2_FLAG_PADDED, 3, pd, 10); /* 1 + 5 + 4 padding */
+	frame(&in, H2_DATA, 0, 5, "0123456789", 10);
+	for (size_t piece = 0; piece <= 1; piece++) {
+		len_conn = calloc(1, sizeof(*len_conn));
+		len_log[0] = 0;
+		h2_conn__init(len_conn, &len_cbs, NULL);
+		h2_conn__begin(len_conn, 0, true);
+		for (size_t o = 0; o < in.n; o += piece ? 1 : in.n)
+			h2_conn__feed(len_conn, 0, in.b + o, piece ? 1 : in.n, 0);
+		CHECK(!strcmp(len_log, "1/3;3/5;5/10;"), "%s", len_log);
+		h2_conn__free(len_conn);
+		free(len_conn);
+	}
 }
 
 int main(void)
@@ -235,6 +285,52 @@ int main(void)
 		CHECK(!strcmp(e.log, "D0/7 tail;H0/9 =?;H0/9 :status=200;E0/9;D0/9 ok;Z0/9;"),
 		      "mid piece %zu: %s", pieces[p], e.log);
 	}
+
+	/* The resync buffer is given back once in step. */
+	run(&mid, 0, BEGIN_RESYNC, &e, 0, 0);
+	CHECK_INT(last_rcap, 0);
+
+	/* Mid-connection at a frame boundary (the first write a tracer saw): read from the first
+	 * byte, with no follower needed, and unknown dynamic entries tolerated. */
+	struct buf at = { .n = 0 };
+	hn = 0;
+	hb[hn++] = 0xbe; /* dynamic index 62: inserted before capture */
+	hb[hn++] = 0x83; /* :method POST */
+	hn += lit(hb + hn, ":path", "/api/v1/namespaces/default/pods/p/binding");
+	frame(&at, H2_HEADERS, H2_FLAG_END_HEADERS, 67, hb, hn);
+	for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
+		run(&at, pieces[p], BEGIN_AT_FRAME, &e, 0, 0);
+		CHECK_STR(e.log, "H0/67 =?;H0/67 :method=POST;"
+				 "H0/67 :path=/api/v1/namespaces/default/pods/p/binding;E0/67;");
+		/* The same bytes taken as the connection's start: an unknown entry is an error. */
+		run(&at, pieces[p], BEGIN_START, &e, 0, 0);
+		CHECK_STR(e.log, "E0/67x;");
+	}
+	/* ...and when the first bytes are not a frame after all, it resyncs. */
+	for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
+		run(&mid, pieces[p], BEGIN_AT_FRAME, &e, 0, 0);
+		CHECK(strstr(e.log, "H0/9 =?;H0/9 :status=200;E0/9;D0/9 ok;Z0/9;") != NULL,
+		      "at frame, then resync, piece %zu: %s", pieces[p], e.log);
+	}
+
+	/* Garbage without any frame: the resync buffer stays at its cap. */
+	static struct buf junk;
+	junk.n = 0;
+	for (size_t i = 0; i < sizeof(junk.b); i++)
+		junk.b[junk.n++] = (uint8_t)(0xff - (i & 0x3f));
+	{
+		struct h2_conn *c = calloc(1, sizeof(*c));
+		h2_conn__init(c, &cbs, &e);
+		h2_conn__begin(c, 0, false);
+		for (int i = 0; i < 40; i++)
+			h2_conn__feed(c, 0, junk.b, junk.n, 0);
+		CHECK(c->dir[0].rcap <= H2_RESYNC_BUFFER && c->dir[0].rlen <= c->dir[0].rcap,
+		      "rcap %u rlen %u", c->dir[0].rcap, c->dir[0].rlen);
+		h2_conn__free(c);
+		free(c);
+	}
+
+	test_data_frame_len();
 
 	/* A gap inside a DATA payload keeps frame boundaries; a gap across frames resyncs. */
 	struct buf g = { .n = 0 };
