@@ -1,0 +1,1452 @@
+/* The evidence bundle: bounded rings of what the tracer saw per (pid, connection), and per
+ * finished bind the files that let someone else check each of its numbers. Nothing here keeps a
+ * payload byte: data events are reduced to their metadata on arrival, and decoded messages (whose
+ * header values the decoders already redacted, and which never hold Secret data) to JSON. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "evidence.h"
+#include "goelf.h"
+#include "redact.h"
+#include "timeline.h"
+#include "util.h"
+
+/* Bounds of what is kept: per connection, the most recent events within the retention time. */
+#define EV_MAX_CONNS 512
+#define EV_HASH_BITS 10
+#define EV_DATA_PER_CONN 4096
+#define EV_MSGS_PER_CONN 512
+#define EV_FSYNCS 2048
+#define EV_MSG_JSON_MAX 8192
+
+/* ---- SHA-256 (FIPS 180-4), for binaries.json: no crypto library is linked otherwise. ---- */
+
+struct sha256 {
+	uint32_t h[8];
+	uint64_t bytes;
+	uint8_t block[64];
+	size_t fill;
+};
+
+static const uint32_t sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+	0xc67178f2,
+};
+
+static uint32_t ror32(uint32_t x, int n)
+{
+	return (x >> n) | (x << (32 - n));
+}
+
+static void sha256_init(struct sha256 *s)
+{
+	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+
+	memcpy(s->h, iv, sizeof(iv));
+	s->bytes = 0;
+	s->fill = 0;
+}
+
+static void sha256_block(struct sha256 *s, const uint8_t *p)
+{
+	uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (i = 16; i < 64; i++)
+		w[i] = w[i - 16] + (ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
+		       w[i - 7] + (ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ (w[i - 2] >> 10));
+	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
+	e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+	for (i = 0; i < 64; i++) {
+		t1 = h + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) +
+		     sha256_k[i] + w[i];
+		t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+		h = g, g = f, f = e, e = d + t1;
+		d = c, c = b, b = a, a = t1 + t2;
+	}
+	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
+	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+static void sha256_update(struct sha256 *s, const uint8_t *p, size_t n)
+{
+	s->bytes += n;
+	if (s->fill) {
+		size_t take = 64 - s->fill < n ? 64 - s->fill : n;
+
+		memcpy(s->block + s->fill, p, take);
+		s->fill += take, p += take, n -= take;
+		if (s->fill < 64)
+			return;
+		sha256_block(s, s->block);
+		s->fill = 0;
+	}
+	for (; n >= 64; p += 64, n -= 64)
+		sha256_block(s, p);
+	memcpy(s->block, p, n);
+	s->fill = n;
+}
+
+static void sha256_final(struct sha256 *s, char hex[65])
+{
+	uint64_t bits = s->bytes * 8;
+	uint8_t pad[72] = { 0x80 };
+	size_t padlen = (s->fill < 56 ? 56 : 120) - s->fill;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		pad[padlen + i] = (uint8_t)(bits >> (56 - 8 * i));
+	sha256_update(s, pad, padlen + 8);
+	for (i = 0; i < 8; i++)
+		snprintf(hex + 8 * i, 9, "%08x", s->h[i]);
+}
+
+int sha256__file(const char *path, char hex[65], uint64_t *size)
+{
+	static uint8_t buf[1 << 16];
+	struct sha256 s;
+	uint64_t total = 0;
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	sha256_init(&s);
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto close_fd;
+		}
+		sha256_update(&s, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	sha256_final(&s, hex);
+	if (size)
+		*size = total;
+close_fd:
+	close(fd);
+	return err;
+}
+
+/* ---- Binary identity ---- */
+
+static void hex_of(char *out, size_t cap, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	out[0] = '\0';
+	for (i = 0; i < n && 2 * i + 2 < cap; i++)
+		snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+static void read_notes(struct process_identity *id, Elf_Data *d)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while (off < d->d_size && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		const char *name = (const char *)d->d_buf + name_off;
+		const uint8_t *desc = (const uint8_t *)d->d_buf + desc_off;
+
+		if (nh.n_namesz == 4 && !memcmp(name, "GNU", 4) && nh.n_type == NT_GNU_BUILD_ID)
+			hex_of(id->gnu_build_id, sizeof(id->gnu_build_id), desc, nh.n_descsz);
+		/* Go's linker: name "Go\0\0", type 4 (ELF_NOTE_GOBUILDID_TAG), the build ID. */
+		if (nh.n_namesz == 4 && !memcmp(name, "Go\0\0", 4) && nh.n_type == 4) {
+			size_t n = nh.n_descsz < sizeof(id->go_build_id) - 1
+				       ? nh.n_descsz
+				       : sizeof(id->go_build_id) - 1;
+			size_t i;
+
+			for (i = 0; i < n && desc[i] >= 0x20 && desc[i] < 0x7f; i++)
+				id->go_build_id[i] = (char)desc[i];
+			id->go_build_id[i] = '\0';
+		}
+		off = next;
+	}
+}
+
+/* The build IDs from the PT_NOTE segments (stripped binaries may have no section headers), or
+ * from SHT_NOTE sections when there are no note segments. */
+static void read_build_ids(struct process_identity *id, const char *path)
+{
+	bool found = false;
+	size_t n, i;
+	Elf *elf = NULL;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		goto close_elf;
+	if (elf_getphdrnum(elf, &n) == 0) {
+		for (i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			Elf_Data *d;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+				continue;
+			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+						 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+			if (d) {
+				read_notes(id, d);
+				found = true;
+			}
+		}
+	}
+	if (!found) {
+		Elf_Scn *scn = NULL;
+
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d)
+				read_notes(id, d);
+		}
+	}
+close_elf:
+	elf_end(elf);
+	close(fd);
+}
+
+static json_t *module_json(const struct go_module *m)
+{
+	json_t *j = json_pack("{s:s, s:s}", "path", m->path, "version", m->version);
+
+	if (m->sum && m->sum[0])
+		json_object_set_new(j, "sum", json_string(m->sum));
+	if (m->replace)
+		json_object_set_new(j, "replaced_by", module_json(m->replace));
+	return j;
+}
+
+static json_t *go_json(struct go_binary *gb)
+{
+	const struct go_buildinfo *bi = go_binary__buildinfo(gb);
+	const struct go_text_info *ti = go_binary__text_info(gb);
+	json_t *j = json_object(), *deps = json_array(), *settings = json_object();
+	char buf[32];
+	size_t i;
+
+	json_object_set_new(j, "go_version", json_string(bi->go_version));
+	json_object_set_new(j, "main_package", json_string(bi->path));
+	if (bi->main)
+		json_object_set_new(j, "main_module", module_json(bi->main));
+	for (i = 0; i < bi->n_deps; i++)
+		json_array_append_new(deps, module_json(&bi->deps[i]));
+	json_object_set_new(j, "modules", deps);
+	for (i = 0; i < bi->n_settings; i++) {
+		/* -ldflags may carry -X values someone considers private: left to `go version -m`. */
+		if (!strcmp(bi->settings[i].key, "-ldflags"))
+			continue;
+		json_object_set_new(settings, bi->settings[i].key,
+				    json_string(bi->settings[i].value));
+	}
+	json_object_set_new(j, "build_settings", settings);
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, ti->text_base);
+	json_object_set_new(j, "text_base", json_string(buf));
+	json_object_set_new(j, "text_base_source",
+			    json_string(ti->source == GO_TEXT_BASE_PCHEADER
+					    ? "pcHeader.textStart"
+					    : "runtime.moduledata.text"));
+	json_object_set_new(j, "text_base_how", json_string(ti->how ? ti->how : ""));
+	json_object_set_new(j, "text_base_validation",
+			    json_string(ti->validation ? ti->validation : ""));
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, ti->pclntab_vaddr);
+	json_object_set_new(j, "pclntab_vaddr", json_string(buf));
+	json_object_set_new(j, "pclntab_where",
+			    json_string(ti->pclntab_where ? ti->pclntab_where : ""));
+	json_object_set_new(j, "functions", json_integer((json_int_t)ti->n_funcs));
+	json_object_set_new(j, "pie", json_boolean(ti->pie));
+	return j;
+}
+
+void process_identity__read(struct process_identity *id, const char *role, pid_t pid,
+			    const char *exe, const char *path, const char *go_version,
+			    const char *module_version, struct go_binary *gb)
+{
+	int err;
+
+	memset(id, 0, sizeof(*id));
+	util__copy(id->role, sizeof(id->role), role ? role : "");
+	id->pid = pid;
+	util__copy(id->exe, sizeof(id->exe), exe ? exe : "");
+	util__copy(id->go_version, sizeof(id->go_version), go_version ? go_version : "");
+	util__copy(id->module_version, sizeof(id->module_version),
+		   module_version ? module_version : "");
+	err = sha256__file(path, id->sha256, &id->size);
+	if (err)
+		snprintf(id->why, sizeof(id->why), "read %s: %s", path, strerror(-err));
+	else
+		read_build_ids(id, path);
+
+	id->detail = json_object();
+	json_object_set_new(id->detail, "role", json_string(id->role));
+	json_object_set_new(id->detail, "pid", json_integer(pid));
+	json_object_set_new(id->detail, "path", json_string(id->exe));
+	json_object_set_new(id->detail, "read_from", json_string(path));
+	json_object_set_new(id->detail, "size", json_integer((json_int_t)id->size));
+	json_object_set_new(id->detail, "sha256", json_string(id->sha256));
+	json_object_set_new(id->detail, "gnu_build_id", json_string(id->gnu_build_id));
+	json_object_set_new(id->detail, "go_build_id", json_string(id->go_build_id));
+	json_object_set_new(id->detail, "go_version", json_string(id->go_version));
+	json_object_set_new(id->detail, "version", json_string(id->module_version));
+	if (gb)
+		json_object_set_new(id->detail, "go", go_json(gb));
+	if (id->why[0])
+		json_object_set_new(id->detail, "unreadable", json_string(id->why));
+}
+
+void process_identity__clear(struct process_identity *id)
+{
+	json_decref(id->detail);
+	id->detail = NULL;
+}
+
+int output_file__create(const char *path, bool exclusive)
+{
+	int fd =
+	    open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC),
+		 0600);
+
+	if (fd < 0)
+		return -errno;
+	/* An existing file keeps its mode through O_TRUNC. */
+	if (fchmod(fd, 0600)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* ---- The rings ---- */
+
+/* Data event metadata: never the bytes. */
+struct data_meta {
+	uint64_t ts_ns; /* first: the ring's time */
+	uint64_t offset;
+	uint32_t len;
+	uint32_t tid;
+	int32_t fd;
+	uint8_t dir, source;
+};
+
+struct msg_entry {
+	uint64_t ts_last_ns; /* first: the ring's time */
+	uint64_t ts_first_ns;
+	uint64_t off_from, off_to; /* stream offsets of the chunks that carried it */
+	uint32_t chunks;	   /* 0: those chunks were no longer in the ring */
+	uint32_t stream_id;
+	uint8_t dir;
+	char *subject; /* "ns/name" of its object or the etcd key; NULL when it names none */
+	char *json;
+};
+
+struct fsync_meta {
+	uint64_t end_ns; /* first: the ring's time */
+	uint64_t start_ns;
+	int64_t ret;
+	pid_t pid;
+	uint32_t tid;
+	int32_t fd;
+	uint32_t datasync;
+	char comm[17];
+	char path[256];
+};
+
+/* A ring of fixed-size elements whose first member is a uint64_t time, growing to max. */
+struct ring {
+	uint8_t *v;
+	size_t elem, head, n, cap, max;
+};
+
+static void *ring__at(const struct ring *r, size_t i)
+{
+	return r->v + ((r->head + i) % r->cap) * r->elem;
+}
+
+static uint64_t ring__time(const struct ring *r, size_t i)
+{
+	uint64_t t;
+
+	memcpy(&t, ring__at(r, i), sizeof(t));
+	return t;
+}
+
+static void ring__pop(struct ring *r)
+{
+	r->head = (r->head + 1) % r->cap;
+	r->n--;
+}
+
+/* A slot for a new element (zeroed), or NULL when memory ran out. The caller has made room
+ * (n < max) by popping what it had to release. */
+static void *ring__push(struct ring *r)
+{
+	void *slot;
+
+	if (r->n == r->max)
+		return NULL;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16, i;
+		uint8_t *v;
+
+		if (cap > r->max)
+			cap = r->max;
+		v = malloc(cap * r->elem);
+		if (!v)
+			return NULL;
+		for (i = 0; i < r->n; i++)
+			memcpy(v + i * r->elem, ring__at(r, i), r->elem);
+		free(r->v);
+		r->v = v;
+		r->cap = cap;
+		r->head = 0;
+	}
+	slot = r->v + ((r->head + r->n) % r->cap) * r->elem;
+	memset(slot, 0, r->elem);
+	r->n++;
+	return slot;
+}
+
+struct conn_log {
+	bool used;
+	pid_t pid;
+	uint64_t conn;
+	uint64_t last_ns;
+	int next; /* hash chain */
+	struct actor who;
+	struct ring data; /* struct data_meta */
+	struct ring msgs; /* struct msg_entry */
+};
+
+struct evidence {
+	char *dir;
+	int dir_fd;
+	int64_t wall_offset_ns;
+	uint64_t retention_ns;
+	struct conn_log conns[EV_MAX_CONNS];
+	int buckets[1 << EV_HASH_BITS];
+	struct ring fsyncs;
+	struct process_identity *procs;
+	int n_procs;
+	bool failed; /* a write failed: said once */
+};
+
+static unsigned int conn_hash(pid_t pid, uint64_t conn)
+{
+	return (unsigned int)(((conn ^ ((uint64_t)(uint32_t)pid << 40)) * 0x9E3779B97F4A7C15ull) >>
+			      (64 - EV_HASH_BITS));
+}
+
+static void msg_entry__release(struct msg_entry *m)
+{
+	free(m->subject);
+	free(m->json);
+}
+
+static void conn_log__reset(struct conn_log *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->msgs.n; i++)
+		msg_entry__release(ring__at(&c->msgs, i));
+	free(c->data.v);
+	free(c->msgs.v);
+	memset(c, 0, sizeof(*c));
+}
+
+static struct conn_log *conn_log__find(struct evidence *ev, pid_t pid, uint64_t conn)
+{
+	int i;
+
+	for (i = ev->buckets[conn_hash(pid, conn)]; i >= 0; i = ev->conns[i].next)
+		if (ev->conns[i].pid == pid && ev->conns[i].conn == conn)
+			return &ev->conns[i];
+	return NULL;
+}
+
+static void conn_log__unlink(struct evidence *ev, int idx)
+{
+	struct conn_log *c = &ev->conns[idx];
+	int *link = &ev->buckets[conn_hash(c->pid, c->conn)];
+
+	while (*link >= 0 && *link != idx)
+		link = &ev->conns[*link].next;
+	if (*link == idx)
+		*link = c->next;
+}
+
+/* The log of (pid, conn), made on first sight; the least recently active one is dropped when
+ * the table is full. */
+static struct conn_log *conn_log__get(struct evidence *ev, const struct actor *who, uint64_t now)
+{
+	struct conn_log *c = conn_log__find(ev, who->pid, who->conn);
+	unsigned int h;
+	int i, victim = -1;
+
+	if (c)
+		return c;
+	for (i = 0; i < EV_MAX_CONNS; i++) {
+		if (!ev->conns[i].used) {
+			victim = i;
+			break;
+		}
+		if (victim < 0 || ev->conns[i].last_ns < ev->conns[victim].last_ns)
+			victim = i;
+	}
+	c = &ev->conns[victim];
+	if (c->used) {
+		conn_log__unlink(ev, victim);
+		conn_log__reset(c);
+	}
+	c->used = true;
+	c->pid = who->pid;
+	c->conn = who->conn;
+	c->who = *who;
+	c->last_ns = now;
+	c->data.elem = sizeof(struct data_meta);
+	c->data.max = EV_DATA_PER_CONN;
+	c->msgs.elem = sizeof(struct msg_entry);
+	c->msgs.max = EV_MSGS_PER_CONN;
+	h = conn_hash(who->pid, who->conn);
+	c->next = ev->buckets[h];
+	ev->buckets[h] = victim;
+	return c;
+}
+
+/* Drop what is older than the retention, and the oldest when full. */
+static void conn_log__trim(struct evidence *ev, struct conn_log *c, uint64_t now)
+{
+	uint64_t horizon = now > ev->retention_ns ? now - ev->retention_ns : 0;
+
+	while (c->data.n && (c->data.n == c->data.max || ring__time(&c->data, 0) < horizon))
+		ring__pop(&c->data);
+	while (c->msgs.n && (c->msgs.n == c->msgs.max || ring__time(&c->msgs, 0) < horizon)) {
+		msg_entry__release(ring__at(&c->msgs, 0));
+		ring__pop(&c->msgs);
+	}
+}
+
+/* ---- Messages as JSON ---- */
+
+static json_t *k8s_json(const struct k8s_object *o)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
+			      o->kind_name[0] ? o->kind_name : k8s_kind__name(o->kind), "namespace",
+			      o->meta.namespace, "name", o->meta.name, "uid", o->meta.uid,
+			      "resourceVersion", o->meta.resource_version, "encoding",
+			      o->encoding == K8S_ENCODING_JSON ? "json" : "protobuf");
+
+	if (!j)
+		return json_null();
+	switch (o->kind) {
+	case K8S_KIND_POD:
+		json_object_set_new(j, "nodeName", json_string(o->pod.node_name));
+		json_object_set_new(j, "schedulerName", json_string(o->pod.scheduler_name));
+		json_object_set_new(j, "phase", json_string(o->pod.phase));
+		if (o->pod.has_scheduled)
+			json_object_set_new(j, "podScheduled",
+					    json_pack("{s:s, s:s}", "status",
+						      o->pod.scheduled_status, "reason",
+						      o->pod.scheduled_reason));
+		if (o->pod.deleting)
+			json_object_set_new(j, "deleting", json_true());
+		break;
+	case K8S_KIND_BINDING:
+		json_object_set_new(j, "target",
+				    json_pack("{s:s, s:s}", "kind", o->binding.target_kind, "name",
+					      o->binding.target_name));
+		break;
+	case K8S_KIND_STATUS:
+		json_object_set_new(j, "code", json_integer(o->status.code));
+		json_object_set_new(j, "status", json_string(o->status.status));
+		json_object_set_new(j, "reason", json_string(o->status.reason));
+		json_object_set_new(j, "message", json_string(o->status.message));
+		break;
+	case K8S_KIND_TABLE_ROW:
+		json_object_set_new(j, "kind", json_string("TableRow"));
+		json_object_set_new(j, "row", json_integer(o->row.index));
+		json_object_set_new(j, "nodeName", json_string(o->row.node_name));
+		json_object_set_new(j, "status", json_string(o->row.status));
+		break;
+	case K8S_KIND_SECRET:
+		json_object_set_new(j, "data", json_string(REDACTED));
+		break;
+	default:
+		break;
+	}
+	return j;
+}
+
+static json_t *kv_json(const struct etcd_kv *kv)
+{
+	json_t *j =
+	    json_pack("{s:s, s:I, s:I, s:I, s:I}", "key", kv->key, "create_revision",
+		      (json_int_t)kv->create_revision, "mod_revision", (json_int_t)kv->mod_revision,
+		      "version", (json_int_t)kv->version, "value_len", (json_int_t)kv->value_len);
+
+	if (!j)
+		return json_null();
+	if (kv->value_redacted || redact__etcd_key_is_secret(kv->key))
+		json_object_set_new(j, "value", json_string(REDACTED));
+	else if (kv->value.kind != K8S_KIND_NONE)
+		json_object_set_new(j, "value", k8s_json(&kv->value));
+	return j;
+}
+
+static json_t *body_json(const struct decoded_msg *m)
+{
+	switch (m->body_kind) {
+	case BODY_K8S:
+		return k8s_json(&m->body.k8s);
+	case BODY_K8S_WATCH_EVENT:
+		return json_pack("{s:s, s:o}", "type", m->body.watch.type, "object",
+				 k8s_json(&m->body.watch.object));
+	case BODY_ETCD_TXN: {
+		const struct etcd_txn *t = &m->body.txn;
+		json_t *j = json_pack("{s:i, s:s, s:i, s:i, s:I}", "compares", (int)t->compares,
+				      "compare_key", t->compare_key, "compare_target",
+				      t->compare_target, "compare_result", t->compare_result,
+				      "compare_revision", (json_int_t)t->compare_revision);
+
+		if (j && t->has_put)
+			json_object_set_new(j, "put", kv_json(&t->put));
+		if (j && t->has_delete)
+			json_object_set_new(j, "delete", json_string(t->delete_key));
+		if (j && t->has_else_get)
+			json_object_set_new(j, "else_get", json_string(t->else_get_key));
+		return j;
+	}
+	case BODY_ETCD_TXN_RESPONSE: {
+		const struct etcd_txn_response *t = &m->body.txn_response;
+		json_t *j = json_pack("{s:I, s:b}", "revision", (json_int_t)t->header.revision,
+				      "succeeded", t->succeeded);
+
+		if (j && t->has_kv)
+			json_object_set_new(j, "kv", kv_json(&t->kv));
+		return j;
+	}
+	case BODY_ETCD_RANGE:
+		return json_pack("{s:s, s:s, s:I}", "key", m->body.range.key, "range_end",
+				 m->body.range.range_end, "revision",
+				 (json_int_t)m->body.range.revision);
+	case BODY_ETCD_RANGE_RESPONSE: {
+		json_t *j = json_pack("{s:I, s:I}", "revision",
+				      (json_int_t)m->body.range_response.header.revision, "count",
+				      (json_int_t)m->body.range_response.count);
+
+		if (j && m->body.range_response.has_kv)
+			json_object_set_new(j, "kv", kv_json(&m->body.range_response.kv));
+		return j;
+	}
+	case BODY_ETCD_WATCH_REQUEST:
+		return json_pack("{s:i, s:s, s:s, s:I, s:b}", "kind", m->body.watch_request.kind,
+				 "key", m->body.watch_request.key, "range_end",
+				 m->body.watch_request.range_end, "start_revision",
+				 (json_int_t)m->body.watch_request.start_revision, "prev_kv",
+				 m->body.watch_request.prev_kv);
+	case BODY_ETCD_WATCH_RESPONSE:
+	case BODY_ETCD_WATCH_EVENT: {
+		const struct etcd_watch_response *w = &m->body.etcd_watch.response;
+		json_t *j = json_pack(
+		    "{s:I, s:I, s:b, s:b}", "revision", (json_int_t)w->header.revision, "watch_id",
+		    (json_int_t)w->watch_id, "created", w->created, "canceled", w->canceled);
+
+		if (j && m->body_kind == BODY_ETCD_WATCH_EVENT) {
+			const struct etcd_watch_event *e = &m->body.etcd_watch.event;
+
+			json_object_set_new(j, "type", json_string(e->type ? "DELETE" : "PUT"));
+			json_object_set_new(j, "index", json_integer(e->index));
+			json_object_set_new(j, "kv", kv_json(&e->kv));
+			if (e->has_prev_kv) {
+				json_object_set_new(j, "prev_mod_revision",
+						    json_integer(e->prev_mod_revision));
+				json_object_set_new(j, "prev_node_name",
+						    json_string(e->prev_node_name));
+			}
+		}
+		return j;
+	}
+	default:
+		return NULL;
+	}
+}
+
+json_t *evidence__message_json(const struct decoded_msg *m)
+{
+	const struct decoded_http *h = &m->http;
+	json_t *j = json_object(), *b;
+
+	json_object_set_new(j, "kind", json_string(decoded_kind__name(m->kind)));
+	json_object_set_new(j, "proto", json_string(conn_proto__name(m->proto)));
+	json_object_set_new(j, "dir", json_string(m->dir == CONN_DIR_OUT ? "out" : "in"));
+	json_object_set_new(j, "from_client", json_boolean(m->from_client));
+	json_object_set_new(j, "stream_id", json_integer(m->stream_id));
+	json_object_set_new(j, "ts_first_ns", json_integer((json_int_t)m->ts_first_ns));
+	json_object_set_new(j, "ts_last_ns", json_integer((json_int_t)m->ts_last_ns));
+	if (m->unreliable)
+		json_object_set_new(j, "unreliable", json_true());
+	if (m->incomplete)
+		json_object_set_new(j, "incomplete", json_true());
+	if (m->streaming)
+		json_object_set_new(j, "streaming", json_true());
+	if (h->method[0])
+		json_object_set_new(j, "method", json_string(h->method));
+	if (h->path[0])
+		json_object_set_new(j, "path", json_string(h->path));
+	if (h->authority[0])
+		json_object_set_new(j, "authority", json_string(h->authority));
+	if (h->user_agent[0])
+		json_object_set_new(j, "user_agent", json_string(h->user_agent));
+	if (h->content_type[0])
+		json_object_set_new(j, "content_type", json_string(h->content_type));
+	if (h->status)
+		json_object_set_new(j, "status", json_integer(h->status));
+	if (h->grpc_status >= 0) {
+		json_object_set_new(j, "grpc_status", json_integer(h->grpc_status));
+		json_object_set_new(j, "grpc_message", json_string(h->grpc_message));
+	}
+	if (m->kind == DECODED_STREAM_RESET || m->kind == DECODED_GOAWAY)
+		json_object_set_new(j, "error_code", json_integer(m->error_code));
+	json_object_set_new(j, "body_kind", json_string(decoded_body_kind__name(m->body_kind)));
+	json_object_set_new(j, "body_len", json_integer((json_int_t)m->body_len));
+	if (m->body_truncated)
+		json_object_set_new(j, "body_truncated", json_true());
+	b = body_json(m);
+	if (b)
+		json_object_set_new(j, "body", b);
+	return j;
+}
+
+/* What object a message is about, to keep other pods' events on a shared stream out. */
+static char *message_subject(const struct decoded_msg *m)
+{
+	const struct k8s_meta *mt = NULL;
+	const char *key = NULL;
+	char buf[K8S_NAMESPACE_MAX + K8S_NAME_MAX + 2];
+
+	switch (m->body_kind) {
+	case BODY_K8S:
+		mt = &m->body.k8s.meta;
+		break;
+	case BODY_K8S_WATCH_EVENT:
+		mt = &m->body.watch.object.meta;
+		break;
+	case BODY_ETCD_TXN:
+		key = m->body.txn.has_put ? m->body.txn.put.key : m->body.txn.compare_key;
+		break;
+	case BODY_ETCD_TXN_RESPONSE:
+		key = m->body.txn_response.has_kv ? m->body.txn_response.kv.key : NULL;
+		break;
+	case BODY_ETCD_WATCH_EVENT:
+		key = m->body.etcd_watch.event.kv.key;
+		break;
+	default:
+		break;
+	}
+	if (key && key[0])
+		return strdup(key);
+	if (mt && mt->name[0]) {
+		snprintf(buf, sizeof(buf), "%s/%s", mt->namespace, mt->name);
+		return strdup(buf);
+	}
+	return NULL;
+}
+
+/* ---- Open and feed ---- */
+
+static const char readme[] =
+    "# bindtrace evidence\n"
+    "\n"
+    "Written by `bindtrace --evidence`. One directory per traced pod bind, named\n"
+    "`NNNN-NAMESPACE-NAME` (NNNN: the bind's sequence number in that run). Everything here is\n"
+    "what the kernel showed bindtrace: check each number against it, or against a capture of\n"
+    "your own (`bindtrace capture --json`, `bindtrace decode`).\n"
+    "\n"
+    "Nothing secret is kept: no payload bytes (data events are listed by their metadata only),\n"
+    "header values such as Authorization and Cookie were replaced by `[redacted]` when decoded,\n"
+    "and Secret objects (and etcd values under /registry/secrets/) are never decoded.\n"
+    "\n"
+    "## Files of one bind\n"
+    "\n"
+    "- `bind.json` — the timeline, the same object `bindtrace --json` prints. Each stage has\n"
+    "  `mono_ns` (CLOCK_MONOTONIC ns, the clock of bpf_ktime_get_ns), `wall_ns`\n"
+    "  (= mono_ns + the offset below), `first_mono_ns`/`last_mono_ns` (the first and last chunk\n"
+    "  of the message behind it), the process (`pid`, `comm`), its connection (`conn`: the\n"
+    "  socket's inode, `laddr`, `raddr`) and HTTP/2 `stream_id` (HTTP/1.1: request number).\n"
+    "  `legs_ns` are differences of stage times; a missing stage says why in `missing`.\n"
+    "- `messages.jsonl` — the decoded messages behind the stages, one per line, oldest first:\n"
+    "  `stages` (which stages it stands for), `pid`, `comm`, `conn`, `laddr`, `raddr`,\n"
+    "  `offsets` (`dir`, `from`, `to`: the byte range of that direction of the connection, from\n"
+    "  the first to the last chunk that carried it; `chunks`) and `message` (kind, stream_id,\n"
+    "  ts_first_ns, ts_last_ns, method, path, status, body: Binding, Pod, Status, etcd Txn,\n"
+    "  TxnResponse, watch events...).\n"
+    "- `kernel.jsonl` — the kernel events behind each stage, oldest first: `data` events (`ts_ns`,\n"
+    "  `pid`, `tid`, `conn`, `fd`, `dir` out = written by pid / in = read by it, `source` tls =\n"
+    "  crypto/tls plaintext from uprobes / syscall = plain TCP, `offset`, `len`), and etcd's\n"
+    "  `fsync` events (`start_ns`, `end_ns`, `fd`, `path`, `ret`, `datasync`) while the Txn was\n"
+    "  being committed; the one that is the `etcd_wal_fsync` stage says so in `stage`.\n"
+    "- `binaries.json` — each traced process's binary: `path`, `size`, `sha256`,\n"
+    "  `gnu_build_id`, `go_build_id`, Go version, module versions, build settings, and the text\n"
+    "  base bindtrace placed its probes and symbolised stacks against.\n"
+    "\n"
+    "## How to check each number\n"
+    "\n"
+    "- A sender's stage (`bind_request`, `etcd_txn_sent`, `etcd_txn_response`, `bind_response`,\n"
+    "  `watch_event_sent`) is the moment its first byte was handed to crypto/tls or write(2):\n"
+    "  its `mono_ns` equals the `ts_first_ns` of its message in messages.jsonl and the `ts_ns` of\n"
+    "  the first `out` data event of that connection listed for it in kernel.jsonl.\n"
+    "- A receiver's stage (`apiserver_received`, `etcd_txn_received`, `etcd_watch_event`,\n"
+    "  `bind_response_received`, `watch_event_received`) is when the last byte of the message\n"
+    "  came out of crypto/tls or read(2): `mono_ns` = the message's `ts_last_ns` = the `ts_ns`\n"
+    "  of the last `in` data event listed for it.\n"
+    "- `etcd_wal_fsync`: `first_mono_ns`/`last_mono_ns` are the `start_ns`/`end_ns` of the\n"
+    "  fdatasync of a file under member/wal/ listed with `\"stage\":\"etcd_wal_fsync\"`.\n"
+    "- A leg is the difference of its two stages (`legs_ns` in bind.json); e.g.\n"
+    "  `jq '.stages.apiserver_received.mono_ns - .stages.bind_request.mono_ns' bind.json`.\n"
+    "- `revision` is the etcd TxnResponse's header revision (messages.jsonl, stage\n"
+    "  `etcd_txn_response`), the `mod_revision` of the etcd watch event, and the\n"
+    "  resourceVersion of the Pod in the watch events the watchers were sent.\n"
+    "- nodeName before -> after: the etcd watch event's `prev_node_name` and the Pod's `nodeName`\n"
+    "  in each watcher's event (`watch_event_sent` lines).\n"
+    "- The line that issued the bind (`citation` in bind.json) is a PC of the scheduler's\n"
+    "  stack symbolised through the pclntab of the binary in binaries.json: check it with\n"
+    "  `bindtrace inspect BINARY`, or `go tool addr2line` on an unstripped build of the same\n"
+    "  version; check the binary with `sha256sum`, `readelf -n` and `go version -m`.\n"
+    "\n"
+    "Wall-clock offset of this run (wall ns = mono ns + offset): see `wall_offset_ns` in each\n"
+    "bind's `kernel.jsonl` header line.\n";
+
+struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_t retention_ns)
+{
+	struct evidence *ev;
+	struct stat sb;
+	size_t i;
+	FILE *f;
+	int fd, err;
+
+	ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return NULL;
+	ev->dir_fd = -1;
+	ev->wall_offset_ns = wall_offset_ns;
+	ev->retention_ns = retention_ns;
+	ev->fsyncs.elem = sizeof(struct fsync_meta);
+	ev->fsyncs.max = EV_FSYNCS;
+	for (i = 0; i < sizeof(ev->buckets) / sizeof(ev->buckets[0]); i++)
+		ev->buckets[i] = -1;
+	ev->dir = strdup(dir);
+	if (!ev->dir) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		err = -errno;
+		fprintf(stderr, "bindtrace: --evidence %s: cannot create the directory: %s\n", dir,
+			strerror(-err));
+		goto fail;
+	}
+	ev->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ev->dir_fd < 0 || fstat(ev->dir_fd, &sb)) {
+		err = -errno;
+		fprintf(stderr, "bindtrace: --evidence %s: %s\n", dir, strerror(-err));
+		goto fail;
+	}
+	/* The README is written now: an unwritable directory fails here, not at the first bind. */
+	fd = openat(ev->dir_fd, "README.md", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0 || fchmod(fd, 0600)) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		fprintf(stderr, "bindtrace: --evidence %s: cannot write README.md: %s\n", dir,
+			strerror(-err));
+		goto fail;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		goto fail;
+	}
+	fputs(readme, f);
+	if (fclose(f)) {
+		err = -errno;
+		fprintf(stderr, "bindtrace: --evidence %s: cannot write README.md: %s\n", dir,
+			strerror(-err));
+		goto fail;
+	}
+	return ev;
+fail:
+	evidence__close(ev);
+	errno = -err;
+	return NULL;
+}
+
+void evidence__process(struct evidence *ev, const struct process_identity *id)
+{
+	struct process_identity *n;
+
+	n = realloc(ev->procs, (size_t)(ev->n_procs + 1) * sizeof(*n));
+	if (!n)
+		return;
+	ev->procs = n;
+	n[ev->n_procs] = *id;
+	json_incref(id->detail);
+	ev->n_procs++;
+}
+
+void evidence__data(struct evidence *ev, const struct actor *who, const struct data_event *e)
+{
+	struct conn_log *c = conn_log__get(ev, who, e->hdr.ts_ns);
+	struct data_meta *d;
+
+	c->last_ns = e->hdr.ts_ns;
+	conn_log__trim(ev, c, e->hdr.ts_ns);
+	d = ring__push(&c->data);
+	if (!d)
+		return;
+	d->ts_ns = e->hdr.ts_ns;
+	d->offset = e->offset;
+	d->len = e->len;
+	d->tid = e->hdr.tid;
+	d->fd = e->fd;
+	d->dir = e->dir;
+	d->source = e->source;
+}
+
+void evidence__message(struct evidence *ev, const struct actor *who, const struct decoded_msg *msg)
+{
+	struct conn_log *c = conn_log__get(ev, who, msg->ts_last_ns);
+	struct msg_entry *m;
+	json_t *j;
+	size_t i;
+
+	c->last_ns = msg->ts_last_ns > c->last_ns ? msg->ts_last_ns : c->last_ns;
+	conn_log__trim(ev, c, c->last_ns);
+	m = ring__push(&c->msgs);
+	if (!m)
+		return;
+	m->ts_first_ns = msg->ts_first_ns;
+	m->ts_last_ns = msg->ts_last_ns;
+	m->stream_id = msg->stream_id;
+	m->dir = (uint8_t)msg->dir;
+	/* The chunks that carried it: this direction's data events within its time. */
+	for (i = c->data.n; i-- > 0;) {
+		const struct data_meta *d = ring__at(&c->data, i);
+
+		if (d->ts_ns < msg->ts_first_ns)
+			break;
+		if (d->dir != msg->dir || d->ts_ns > msg->ts_last_ns)
+			continue;
+		if (!m->chunks || d->offset < m->off_from)
+			m->off_from = d->offset;
+		if (!m->chunks || d->offset + d->len > m->off_to)
+			m->off_to = d->offset + d->len;
+		m->chunks++;
+	}
+	m->subject = message_subject(msg);
+	j = evidence__message_json(msg);
+	m->json = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (m->json && strlen(m->json) > EV_MSG_JSON_MAX) {
+		/* Bounded: a message this large keeps only its framing. */
+		free(m->json);
+		j = evidence__message_json(msg);
+		json_object_del(j, "body");
+		json_object_set_new(j, "body_omitted", json_string("too large for the ring"));
+		m->json = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+	}
+}
+
+void evidence__fsync(struct evidence *ev, const struct actor *who, const struct fsync_event *e,
+		     const char *path)
+{
+	struct fsync_meta *f;
+
+	if (ev->fsyncs.n == ev->fsyncs.max)
+		ring__pop(&ev->fsyncs);
+	f = ring__push(&ev->fsyncs);
+	if (!f)
+		return;
+	f->end_ns = e->hdr.ts_ns;
+	f->start_ns = e->start_ns;
+	f->ret = e->ret;
+	f->pid = who->pid;
+	f->tid = e->hdr.tid;
+	f->fd = e->fd;
+	f->datasync = e->datasync;
+	util__copy(f->comm, sizeof(f->comm), who->comm);
+	util__copy(f->path, sizeof(f->path), path ? path : "");
+}
+
+/* ---- One bind ---- */
+
+/* A stage of the bind with its name and the direction its message travelled for its process. */
+struct stage_ref {
+	const char *name;
+	int watcher; /* -1 */
+	const struct stage *st;
+	int dir; /* CONN_DIR_OUT for senders, CONN_DIR_IN for receivers; -1 (fsync) */
+};
+
+static int stage_refs(const struct bind_timeline *t, struct stage_ref *out)
+{
+	static const int dirs[STAGE_MAX] = {
+		[STAGE_BIND_REQUEST] = CONN_DIR_OUT,
+		[STAGE_APISERVER_RECEIVED] = CONN_DIR_IN,
+		[STAGE_ETCD_TXN_SENT] = CONN_DIR_OUT,
+		[STAGE_ETCD_TXN_RECEIVED] = CONN_DIR_IN,
+		[STAGE_ETCD_WAL_FSYNC] = -1,
+		[STAGE_ETCD_TXN_RESPONSE] = CONN_DIR_OUT,
+		[STAGE_ETCD_WATCH_EVENT] = CONN_DIR_IN,
+		[STAGE_BIND_RESPONSE] = CONN_DIR_OUT,
+		[STAGE_BIND_RESPONSE_RECEIVED] = CONN_DIR_IN,
+	};
+	int s, w, n = 0;
+
+	for (s = 0; s < STAGE_MAX; s++)
+		out[n++] =
+		    (struct stage_ref){ stage__name((enum stage_id)s), -1, &t->stages[s], dirs[s] };
+	for (w = 0; w < t->n_watchers && w < BIND_MAX_WATCHERS; w++) {
+		out[n++] =
+		    (struct stage_ref){ "watch_event_sent", w, &t->watchers[w].sent, CONN_DIR_OUT };
+		out[n++] = (struct stage_ref){ "watch_event_received", w, &t->watchers[w].received,
+					       CONN_DIR_IN };
+	}
+	return n;
+}
+
+static bool subject_matches(const char *subject, const struct bind_timeline *t)
+{
+	char want[K8S_NAMESPACE_MAX + K8S_NAME_MAX + 32];
+
+	if (!subject || !subject[0])
+		return true;
+	snprintf(want, sizeof(want), "%s/%s", t->namespace_, t->name);
+	if (!strcmp(subject, want))
+		return true;
+	snprintf(want, sizeof(want), "/registry/pods/%s/%s", t->namespace_, t->name);
+	return !strcmp(subject, want);
+}
+
+struct line {
+	uint64_t ts;
+	uint64_t order; /* ties: as found */
+	json_t *j;
+};
+
+struct lines {
+	struct line *v;
+	size_t n, cap;
+};
+
+static void lines__add(struct lines *l, uint64_t ts, json_t *j)
+{
+	if (!j)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct line *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v) {
+			json_decref(j);
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n] = (struct line){ ts, l->n, j };
+	l->n++;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	const struct line *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void lines__free(struct lines *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		json_decref(l->v[i].j);
+	free(l->v);
+}
+
+static json_t *stage_label(const struct stage_ref *r)
+{
+	json_t *j = json_object();
+
+	json_object_set_new(j, "stage", json_string(r->name));
+	if (r->watcher >= 0)
+		json_object_set_new(j, "watcher", json_integer(r->watcher));
+	return j;
+}
+
+/* The messages behind the stages: on the stage's connection and stream, in its time window,
+ * about this pod (or about nothing in particular, like a Status). */
+static void collect_messages(struct evidence *ev, const struct bind_timeline *t,
+			     const struct stage_ref *refs, int n_refs, struct lines *out)
+{
+	int r, k;
+	size_t i;
+
+	for (k = 0; k < EV_MAX_CONNS; k++) {
+		struct conn_log *c = &ev->conns[k];
+
+		if (!c->used)
+			continue;
+		for (i = 0; i < c->msgs.n; i++) {
+			const struct msg_entry *m = ring__at(&c->msgs, i);
+			json_t *stages = NULL, *j, *msg, *off;
+
+			for (r = 0; r < n_refs; r++) {
+				const struct stage *st = refs[r].st;
+
+				if (!st->seen || refs[r].dir < 0 || st->who.pid != c->pid ||
+				    st->who.conn != c->conn || st->stream_id != m->stream_id ||
+				    refs[r].dir != m->dir || m->ts_first_ns > st->last_ns ||
+				    m->ts_last_ns < st->first_ns || !subject_matches(m->subject, t))
+					continue;
+				if (!stages)
+					stages = json_array();
+				json_array_append_new(stages, stage_label(&refs[r]));
+			}
+			if (!stages)
+				continue;
+			msg = m->json ? json_loads(m->json, 0, NULL) : NULL;
+			j = json_object();
+			json_object_set_new(j, "stages", stages);
+			json_object_set_new(j, "pid", json_integer(c->pid));
+			json_object_set_new(j, "comm", json_string(c->who.comm));
+			json_object_set_new(j, "conn", json_integer((json_int_t)c->conn));
+			json_object_set_new(j, "laddr", json_string(c->who.laddr));
+			json_object_set_new(j, "raddr", json_string(c->who.raddr));
+			if (m->chunks) {
+				off = json_object();
+				json_object_set_new(
+				    off, "dir", json_string(m->dir == CONN_DIR_OUT ? "out" : "in"));
+				json_object_set_new(off, "from",
+						    json_integer((json_int_t)m->off_from));
+				json_object_set_new(off, "to", json_integer((json_int_t)m->off_to));
+				json_object_set_new(off, "chunks", json_integer(m->chunks));
+			} else {
+				off = json_null();
+			}
+			json_object_set_new(j, "offsets", off);
+			json_object_set_new(j, "message", msg ? msg : json_null());
+			lines__add(out, m->ts_first_ns, j);
+		}
+	}
+}
+
+static json_t *data_line(const struct conn_log *c, const struct data_meta *d,
+			 const struct stage_ref *r, int64_t wall_offset_ns)
+{
+	json_t *j = json_object();
+
+	json_object_set_new(j, "event", json_string("data"));
+	json_object_set_new(j, "stage", json_string(r->name));
+	if (r->watcher >= 0)
+		json_object_set_new(j, "watcher", json_integer(r->watcher));
+	json_object_set_new(j, "ts_ns", json_integer((json_int_t)d->ts_ns));
+	json_object_set_new(j, "wall_ns", json_integer((json_int_t)(d->ts_ns + wall_offset_ns)));
+	json_object_set_new(j, "pid", json_integer(c->pid));
+	json_object_set_new(j, "tid", json_integer(d->tid));
+	json_object_set_new(j, "comm", json_string(c->who.comm));
+	json_object_set_new(j, "conn", json_integer((json_int_t)c->conn));
+	json_object_set_new(j, "fd", json_integer(d->fd));
+	json_object_set_new(j, "dir", json_string(d->dir == DIR_OUT ? "out" : "in"));
+	json_object_set_new(j, "source", json_string(d->source == SOURCE_TLS ? "tls" : "syscall"));
+	json_object_set_new(j, "offset", json_integer((json_int_t)d->offset));
+	json_object_set_new(j, "len", json_integer(d->len));
+	return j;
+}
+
+static json_t *fsync_line(const struct fsync_meta *f, bool is_stage, int64_t wall_offset_ns)
+{
+	json_t *j = json_object();
+
+	json_object_set_new(j, "event", json_string(f->datasync ? "fdatasync" : "fsync"));
+	json_object_set_new(j, "stage", is_stage ? json_string("etcd_wal_fsync") : json_null());
+	if (!is_stage)
+		json_object_set_new(j, "context", json_string("during etcd_commit"));
+	json_object_set_new(j, "start_ns", json_integer((json_int_t)f->start_ns));
+	json_object_set_new(j, "end_ns", json_integer((json_int_t)f->end_ns));
+	json_object_set_new(j, "wall_ns", json_integer((json_int_t)(f->start_ns + wall_offset_ns)));
+	json_object_set_new(j, "pid", json_integer(f->pid));
+	json_object_set_new(j, "tid", json_integer(f->tid));
+	json_object_set_new(j, "comm", json_string(f->comm));
+	json_object_set_new(j, "fd", json_integer(f->fd));
+	json_object_set_new(j, "path", json_string(f->path));
+	json_object_set_new(j, "ret", json_integer((json_int_t)f->ret));
+	return j;
+}
+
+static void collect_kernel(struct evidence *ev, const struct bind_timeline *t,
+			   const struct stage_ref *refs, int n_refs, struct lines *out)
+{
+	const struct stage *fs = &t->stages[STAGE_ETCD_WAL_FSYNC];
+	const struct stage *rx = &t->stages[STAGE_ETCD_TXN_RECEIVED];
+	const struct stage *resp = &t->stages[STAGE_ETCD_TXN_RESPONSE];
+	uint64_t from = UINT64_MAX, to = 0;
+	pid_t etcd = 0;
+	size_t i;
+	int r;
+
+	for (r = 0; r < n_refs; r++) {
+		const struct stage *st = refs[r].st;
+		struct conn_log *c;
+
+		if (!st->seen || refs[r].dir < 0 || !st->who.conn)
+			continue;
+		c = conn_log__find(ev, st->who.pid, st->who.conn);
+		if (!c)
+			continue;
+		for (i = 0; i < c->data.n; i++) {
+			const struct data_meta *d = ring__at(&c->data, i);
+
+			if (d->dir == refs[r].dir && d->ts_ns >= st->first_ns &&
+			    d->ts_ns <= st->last_ns)
+				lines__add(out, d->ts_ns,
+					   data_line(c, d, &refs[r], ev->wall_offset_ns));
+		}
+	}
+	/* etcd's fsyncs while it committed the Txn: the stage's own, and the others for context. */
+	if (rx->seen) {
+		from = rx->mono_ns;
+		etcd = rx->who.pid;
+	}
+	if (resp->seen) {
+		to = resp->mono_ns;
+		etcd = etcd ? etcd : resp->who.pid;
+	}
+	if (fs->seen) {
+		from = fs->first_ns < from ? fs->first_ns : from;
+		to = fs->last_ns > to ? fs->last_ns : to;
+		etcd = fs->who.pid;
+	}
+	if (from == UINT64_MAX || !to || !etcd)
+		return;
+	for (i = 0; i < ev->fsyncs.n; i++) {
+		const struct fsync_meta *f = ring__at(&ev->fsyncs, i);
+		bool is_stage = fs->seen && f->pid == fs->who.pid && f->start_ns == fs->first_ns &&
+				f->end_ns == fs->last_ns;
+
+		if (f->pid != etcd || f->end_ns < from || f->start_ns > to)
+			continue;
+		lines__add(out, f->start_ns, fsync_line(f, is_stage, ev->wall_offset_ns));
+	}
+}
+
+/* A name component from the wire: only [A-Za-z0-9._-], never empty. */
+static void sanitize(char *out, size_t cap, const char *in)
+{
+	size_t i;
+
+	for (i = 0; in[i] && i + 1 < cap; i++) {
+		char ch = in[i];
+
+		out[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+				 (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_'
+			     ? ch
+			     : '_';
+	}
+	out[i] = '\0';
+	if (!i)
+		util__copy(out, cap, "_");
+}
+
+static FILE *create_in(int dir_fd, const char *name)
+{
+	int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "w");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+/* fclose, saying whether everything written reached the file. 0 or -EIO. */
+static int close_checked(FILE *f)
+{
+	int bad = ferror(f);
+
+	if (fclose(f) || bad)
+		return -EIO;
+	return 0;
+}
+
+static int write_lines(int dir_fd, const char *name, struct lines *l, json_t *header)
+{
+	FILE *f = create_in(dir_fd, name);
+	size_t i;
+
+	if (!f)
+		return -errno;
+	if (header) {
+		json_dumpf(header, f, JSON_COMPACT);
+		fputc('\n', f);
+	}
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), line_cmp);
+	for (i = 0; i < l->n; i++) {
+		json_dumpf(l->v[i].j, f, JSON_COMPACT);
+		fputc('\n', f);
+	}
+	return close_checked(f);
+}
+
+int evidence__bind(struct evidence *ev, const struct bind_timeline *t)
+{
+	struct stage_ref refs[STAGE_MAX + 2 * BIND_MAX_WATCHERS];
+	struct lines msgs = {}, kernel = {};
+	char ns[BIND_NS_MAX], name[BIND_NAME_MAX], sub[BIND_NS_MAX + BIND_NAME_MAX + 48];
+	json_t *header = NULL, *bins = NULL;
+	const char *what = "";
+	int n_refs, sub_fd = -1, attempt, i, err = 0;
+	FILE *f;
+
+	sanitize(ns, sizeof(ns), t->namespace_);
+	sanitize(name, sizeof(name), t->name);
+	/* A directory left by an earlier run with the same number gets a suffix, never reused. */
+	for (attempt = 0;; attempt++) {
+		if (attempt)
+			snprintf(sub, sizeof(sub), "%04" PRIu64 "-%s-%s.%d", t->seq, ns, name,
+				 attempt);
+		else
+			snprintf(sub, sizeof(sub), "%04" PRIu64 "-%s-%s", t->seq, ns, name);
+		if (!mkdirat(ev->dir_fd, sub, 0700))
+			break;
+		if (errno != EEXIST || attempt == 99) {
+			err = -errno;
+			what = "create the bind's directory";
+			goto report;
+		}
+	}
+	sub_fd = openat(ev->dir_fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub_fd < 0) {
+		err = -errno;
+		what = "open the bind's directory";
+		goto report;
+	}
+
+	f = create_in(sub_fd, "bind.json");
+	if (!f) {
+		err = -errno;
+		what = "write bind.json";
+		goto report;
+	}
+	timeline__print_json(f, t, ev->wall_offset_ns);
+	if (close_checked(f)) {
+		err = -EIO;
+		what = "write bind.json";
+		goto report;
+	}
+
+	n_refs = stage_refs(t, refs);
+	collect_messages(ev, t, refs, n_refs, &msgs);
+	err = write_lines(sub_fd, "messages.jsonl", &msgs, NULL);
+	if (err) {
+		what = "write messages.jsonl";
+		goto report;
+	}
+	collect_kernel(ev, t, refs, n_refs, &kernel);
+	header = json_pack("{s:s, s:I, s:s}", "event", "header", "wall_offset_ns",
+			   (json_int_t)ev->wall_offset_ns, "clock", "CLOCK_MONOTONIC");
+	err = write_lines(sub_fd, "kernel.jsonl", &kernel, header);
+	if (err) {
+		what = "write kernel.jsonl";
+		goto report;
+	}
+
+	bins = json_array();
+	for (i = 0; i < ev->n_procs; i++)
+		json_array_append(bins, ev->procs[i].detail);
+	f = create_in(sub_fd, "binaries.json");
+	if (!f) {
+		err = -errno;
+		what = "write binaries.json";
+		goto report;
+	}
+	json_dumpf(bins, f, JSON_INDENT(2));
+	fputc('\n', f);
+	if (close_checked(f)) {
+		err = -EIO;
+		what = "write binaries.json";
+	}
+report:
+	if (err && !ev->failed) {
+		fprintf(stderr, "bindtrace: --evidence %s: cannot %s for %s/%s: %s\n", ev->dir,
+			what, t->namespace_, t->name, strerror(-err));
+		ev->failed = true;
+	}
+	if (sub_fd >= 0)
+		close(sub_fd);
+	json_decref(header);
+	json_decref(bins);
+	lines__free(&msgs);
+	lines__free(&kernel);
+	return err;
+}
+
+void evidence__close(struct evidence *ev)
+{
+	int i;
+
+	if (!ev)
+		return;
+	for (i = 0; i < EV_MAX_CONNS; i++)
+		if (ev->conns[i].used)
+			conn_log__reset(&ev->conns[i]);
+	for (i = 0; i < ev->n_procs; i++)
+		json_decref(ev->procs[i].detail);
+	free(ev->procs);
+	free(ev->fsyncs.v);
+	if (ev->dir_fd >= 0)
+		close(ev->dir_fd);
+	free(ev->dir);
+	free(ev);
+}
