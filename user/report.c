@@ -1,0 +1,1131 @@
+/* The report of one pod's bind: Markdown for people who were not there, and an SVG waterfall of
+ * its legs drawn to scale. Both are written when the pod's bind finishes, each through a
+ * temporary file renamed into place, so a reader never sees half a report. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "util.h"
+
+/* ---- The legs of a bind ---- */
+
+static const struct {
+	enum leg_id leg;
+	enum stage_id from, to;
+} path_legs[] = {
+	{ LEG_TOTAL, STAGE_BIND_REQUEST, STAGE_BIND_RESPONSE_RECEIVED },
+	{ LEG_SCHEDULER_TO_APISERVER, STAGE_BIND_REQUEST, STAGE_APISERVER_RECEIVED },
+	{ LEG_APISERVER_TO_ETCD_TXN, STAGE_APISERVER_RECEIVED, STAGE_ETCD_TXN_SENT },
+	{ LEG_TXN_TO_ETCD, STAGE_ETCD_TXN_SENT, STAGE_ETCD_TXN_RECEIVED },
+	{ LEG_ETCD_COMMIT, STAGE_ETCD_TXN_RECEIVED, STAGE_ETCD_TXN_RESPONSE },
+	{ LEG_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC },
+	{ LEG_ETCD_TO_WATCH, STAGE_ETCD_TXN_RESPONSE, STAGE_ETCD_WATCH_EVENT },
+	{ LEG_APISERVER_RESPOND, STAGE_ETCD_TXN_RESPONSE, STAGE_BIND_RESPONSE },
+	{ LEG_APISERVER_TO_SCHEDULER, STAGE_BIND_RESPONSE, STAGE_BIND_RESPONSE_RECEIVED },
+};
+
+static void leg_times(struct bind_leg *l)
+{
+	l->seen = l->from->seen && l->to->seen;
+	if (!l->seen)
+		return;
+	if (l->leg == LEG_WAL_FSYNC) {
+		l->start_ns = l->from->first_ns;
+		l->end_ns = l->from->last_ns;
+	} else {
+		l->start_ns = l->from->mono_ns;
+		l->end_ns = l->to->mono_ns;
+	}
+}
+
+int bind_legs__list(const struct bind_timeline *t, struct bind_leg *out)
+{
+	size_t i;
+	int n = 0, w;
+
+	if (t->result == BIND_RESULT_UNSCHEDULABLE)
+		return 0;
+	for (i = 0; i < sizeof(path_legs) / sizeof(path_legs[0]); i++) {
+		struct bind_leg *l = &out[n++];
+
+		l->leg = path_legs[i].leg;
+		l->watcher = -1;
+		l->from = &t->stages[path_legs[i].from];
+		l->to = &t->stages[path_legs[i].to];
+		l->from_name = stage__name(path_legs[i].from);
+		l->to_name = stage__name(path_legs[i].to);
+		leg_times(l);
+	}
+	for (w = 0; w < t->n_watchers && w < BIND_MAX_WATCHERS; w++) {
+		struct bind_leg *l = &out[n++];
+
+		l->leg = LEG_WATCH_FANOUT;
+		l->watcher = w;
+		l->from = &t->stages[STAGE_ETCD_WATCH_EVENT];
+		l->to = &t->watchers[w].sent;
+		l->from_name = stage__name(STAGE_ETCD_WATCH_EVENT);
+		l->to_name = "watch_event_sent";
+		leg_times(l);
+		l = &out[n++];
+		l->leg = LEG_WATCH_DELIVERY;
+		l->watcher = w;
+		l->from = &t->watchers[w].sent;
+		l->to = &t->watchers[w].received;
+		l->from_name = "watch_event_sent";
+		l->to_name = "watch_event_received";
+		leg_times(l);
+	}
+	return n;
+}
+
+const struct actor *bind_leg__owner(const struct bind_leg *l)
+{
+	return l->leg == LEG_TOTAL ? &l->from->who : &l->to->who;
+}
+
+/* ---- Shared bits ---- */
+
+/* Offsets are measured from bind_request, else from the earliest stage seen. */
+static uint64_t bind_origin(const struct bind_timeline *t)
+{
+	uint64_t o = UINT64_MAX;
+	int s, w;
+
+	if (t->stages[STAGE_BIND_REQUEST].seen)
+		return t->stages[STAGE_BIND_REQUEST].mono_ns;
+	for (s = 0; s < STAGE_MAX; s++)
+		if (t->stages[s].seen && t->stages[s].mono_ns < o)
+			o = t->stages[s].mono_ns;
+	for (w = 0; w < t->n_watchers; w++)
+		if (t->watchers[w].sent.seen && t->watchers[w].sent.mono_ns < o)
+			o = t->watchers[w].sent.mono_ns;
+	return o == UINT64_MAX ? t->opened_ns : o;
+}
+
+static double ms_between(uint64_t from, uint64_t to)
+{
+	return ((double)(int64_t)(to - from)) / 1e6;
+}
+
+static const char *role_color(enum process_role role)
+{
+	switch (role) {
+	case ROLE_SCHEDULER:
+		return "#4e79a7";
+	case ROLE_APISERVER:
+		return "#59a14f";
+	case ROLE_ETCD:
+		return "#f28e2b";
+	case ROLE_WATCHER:
+		return "#b07aa1";
+	default:
+		return "#9c755f";
+	}
+}
+
+/* "kube-apiserver", or the comm of a process without a known role. */
+static const char *actor_name(const struct actor *a)
+{
+	if (a->role == ROLE_SCHEDULER || a->role == ROLE_APISERVER || a->role == ROLE_ETCD)
+		return process_role__name(a->role);
+	return a->comm[0] ? a->comm : "?";
+}
+
+/* A watcher's short name: its user agent's program ("kubectl"), else its address. */
+static void watcher_name(char *out, size_t cap, const struct watcher *w)
+{
+	size_t n = strcspn(w->user_agent, "/ (");
+
+	if (n && n < cap) {
+		memcpy(out, w->user_agent, n);
+		out[n] = '\0';
+	} else {
+		util__copy(out, cap, w->sent.who.raddr[0] ? w->sent.who.raddr : "watcher");
+	}
+}
+
+static void fprint_xml(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case '\'':
+			fputs("&apos;", out);
+			break;
+		default:
+			/* XML 1.0 allows no control characters but tab, LF, CR. */
+			if ((unsigned char)*s >= 0x20 || *s == '\t')
+				fputc(*s, out);
+			else
+				fputc('?', out);
+		}
+	}
+}
+
+/* Text for a Markdown table cell or inline code: no pipes, backticks or line breaks. */
+static void fprint_md(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '|')
+			fputs("\\|", out);
+		else if (c == '`')
+			fputc('\'', out);
+		else if (c == '<')
+			fputs("&lt;", out);
+		else if (c < 0x20)
+			fputc(' ', out);
+		else
+			fputc(c, out);
+	}
+}
+
+/* ---- SVG waterfall ---- */
+
+#define SVG_W 1040
+#define SVG_LABEL_X 16
+#define SVG_PLOT_X0 300
+#define SVG_PLOT_X1 920
+#define SVG_TOP 84
+#define SVG_ROW_H 30
+
+static double nice_step(double span)
+{
+	double raw = span / 8, mag = pow(10, floor(log10(raw))), f = raw / mag;
+
+	if (f <= 1)
+		return mag;
+	if (f <= 2)
+		return 2 * mag;
+	if (f <= 5)
+		return 5 * mag;
+	return 10 * mag;
+}
+
+/* The second line of a row's label: which processes the leg is between. */
+static void svg_label(const struct bind_timeline *t, const struct bind_leg *l, char *sub,
+		      size_t cap)
+{
+	char who[96];
+
+	if (l->watcher >= 0) {
+		const struct watcher *w = &t->watchers[l->watcher];
+
+		watcher_name(who, sizeof(who), w);
+		snprintf(sub, cap, "%s %s",
+			 l->leg == LEG_WATCH_FANOUT ? "apiserver \xe2\x86\x92" : "\xe2\x86\x92",
+			 who);
+		if (w->sent.who.raddr[0]) {
+			size_t n = strlen(sub);
+
+			snprintf(sub + n, cap - n, " (%s)", w->sent.who.raddr);
+		}
+	} else if (!l->seen) {
+		snprintf(sub, cap, "%s \xe2\x86\x92 %s", l->from_name, l->to_name);
+	} else if (l->leg == LEG_WAL_FSYNC || l->from->who.pid == l->to->who.pid) {
+		snprintf(sub, cap, "in %s", actor_name(bind_leg__owner(l)));
+	} else {
+		snprintf(sub, cap, "%s \xe2\x86\x92 %s", actor_name(&l->from->who),
+			 actor_name(&l->to->who));
+	}
+}
+
+int report__write_svg(FILE *out, const struct bind_timeline *t)
+{
+	struct bind_leg legs[BIND_MAX_LEGS];
+	uint64_t t0 = bind_origin(t);
+	double lo = 0, hi = 0, span, step, v, scale;
+	char title[768], sub[256], num[32];
+	bool used_roles[ROLE_WATCHER + 1] = {}, transit = false;
+	int n, rows, height, decimals, i, r;
+
+	n = bind_legs__list(t, legs);
+	for (i = 0; i < n; i++) {
+		if (!legs[i].seen)
+			continue;
+		v = ms_between(t0, legs[i].start_ns);
+		lo = v < lo ? v : lo;
+		v = ms_between(t0, legs[i].end_ns);
+		hi = v > hi ? v : hi;
+	}
+	rows = n ? n : 1;
+	if (hi - lo < 0.001)
+		hi = lo + 0.001;
+	step = nice_step(hi - lo);
+	lo = floor(lo / step) * step;
+	hi = ceil(hi / step) * step;
+	span = hi - lo;
+	scale = (SVG_PLOT_X1 - SVG_PLOT_X0) / span;
+	height = SVG_TOP + rows * SVG_ROW_H + 84;
+
+	fprintf(
+	    out,
+	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	    "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
+	    SVG_W, height, SVG_W, height);
+	fputs("<defs>\n", out);
+	for (i = 0; i < n; i++) {
+		const struct bind_leg *l = &legs[i];
+
+		if (l->seen && l->leg != LEG_TOTAL && l->from->who.role != l->to->who.role)
+			fprintf(
+			    out,
+			    "<linearGradient id=\"g%d-%d\"><stop offset=\"0\" stop-color=\"%s\"/>"
+			    "<stop offset=\"1\" stop-color=\"%s\"/></linearGradient>\n",
+			    l->from->who.role, l->to->who.role, role_color(l->from->who.role),
+			    role_color(l->to->who.role));
+	}
+	fputs("</defs>\n", out);
+	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", SVG_W,
+		height);
+
+	/* Title: the pod, the result, the total. */
+	snprintf(title, sizeof(title), "%s/%s%s%s \xc2\xb7 %s", t->namespace_, t->name,
+		 t->node[0] ? " \xe2\x86\x92 " : "", t->node, bind_result__name(t->result));
+	fprintf(out, "<text x=\"%d\" y=\"30\" font-size=\"18\" font-weight=\"bold\" fill=\"#222\">",
+		SVG_LABEL_X);
+	fprint_xml(out, title);
+	if (t->status_code)
+		fprintf(out, " (%d)", t->status_code);
+	fputs("</text>\n", out);
+	fprintf(out, "<text x=\"%d\" y=\"52\" font-size=\"12\" fill=\"#555\">", SVG_LABEL_X);
+	if (n && legs[0].seen)
+		fprintf(out, "total %.3f ms (bind_request \xe2\x86\x92 bind_response_received)",
+			ms_between(legs[0].start_ns, legs[0].end_ns));
+	else if (t->result == BIND_RESULT_UNSCHEDULABLE)
+		fputs("no Binding: PodScheduled=False (Unschedulable)", out);
+	else
+		fputs("total not known: a stage at one end is missing", out);
+	if (t->revision)
+		fprintf(out, " \xc2\xb7 etcd revision %" PRId64, t->revision);
+	if (t->missing)
+		fprintf(out, " \xc2\xb7 %d stage%s missing", t->missing, t->missing > 1 ? "s" : "");
+	fputs("</text>\n", out);
+
+	/* Row stripes, then the axis over them: grid lines and ms labels above the rows. */
+	for (r = 1; r < n; r += 2)
+		fprintf(out,
+			"<rect x=\"0\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f7f7f7\"/>\n",
+			SVG_TOP + r * SVG_ROW_H, SVG_W, SVG_ROW_H);
+	decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+	for (v = lo; v <= hi + step / 2; v += step) {
+		double x = SVG_PLOT_X0 + (v - lo) * scale;
+
+		snprintf(num, sizeof(num), "%.*f", decimals, fabs(v) < step / 1e6 ? 0.0 : v);
+		fprintf(out,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#dcdcdc\"/>\n"
+			"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#666\" "
+			"text-anchor=\"middle\">%s</text>\n",
+			x, SVG_TOP - 6, x, SVG_TOP + rows * SVG_ROW_H, x, SVG_TOP - 12, num);
+	}
+	fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#666\">ms</text>\n",
+		SVG_PLOT_X1 + 24, SVG_TOP - 12);
+
+	if (!n) {
+		/* Unschedulable: one row, the status PATCH. */
+		const struct stage *st = &t->stages[STAGE_BIND_REQUEST];
+		int y = SVG_TOP;
+
+		fprintf(
+		    out,
+		    "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#222\">bind_request</text>\n",
+		    SVG_LABEL_X, y + 13);
+		fprintf(out,
+			"<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#777\">PATCH pods/status "
+			"PodScheduled=False</text>\n",
+			SVG_LABEL_X, y + 25);
+		if (st->seen) {
+			double x = SVG_PLOT_X0 + (ms_between(t0, st->mono_ns) - lo) * scale;
+
+			fprintf(
+			    out,
+			    "<rect x=\"%.1f\" y=\"%d\" width=\"4\" height=\"%d\" fill=\"%s\"/>\n",
+			    x - 2, y + 6, SVG_ROW_H - 12, role_color(st->who.role));
+			used_roles[st->who.role <= ROLE_WATCHER ? st->who.role : 0] = true;
+		}
+	}
+	for (r = 0; r < n; r++) {
+		const struct bind_leg *l = &legs[r];
+		const struct actor *own = bind_leg__owner(l);
+		int y = SVG_TOP + r * SVG_ROW_H;
+		double x0, x1, w;
+
+		svg_label(t, l, sub, sizeof(sub));
+		fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#222\"%s>%s</text>\n",
+			SVG_LABEL_X, y + 13, l->leg == LEG_TOTAL ? " font-weight=\"bold\"" : "",
+			leg__name(l->leg));
+		fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#777\">", SVG_LABEL_X,
+			y + 25);
+		fprint_xml(out, sub);
+		fputs("</text>\n", out);
+		if (!l->seen) {
+			const struct stage *gone = !l->from->seen ? l->from : l->to;
+
+			fprintf(out,
+				"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#b03030\" "
+				"font-style=\"italic\">missing %s: ",
+				SVG_PLOT_X0 + 4, y + 19,
+				!l->from->seen ? l->from_name : l->to_name);
+			fprint_xml(out, gone->missing[0] ? gone->missing : "not observed");
+			fputs("</text>\n", out);
+			continue;
+		}
+		x0 = SVG_PLOT_X0 + (ms_between(t0, l->start_ns) - lo) * scale;
+		x1 = SVG_PLOT_X0 + (ms_between(t0, l->end_ns) - lo) * scale;
+		if (x1 < x0) {
+			double s = x0;
+
+			x0 = x1;
+			x1 = s;
+		}
+		w = x1 - x0 < 2 ? 2 : x1 - x0;
+		fprintf(out, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" ", x0,
+			y + 6, w, SVG_ROW_H - 12);
+		if (l->leg == LEG_TOTAL) {
+			fputs("fill=\"#8a8a8a\"", out);
+		} else if (l->from->who.role != l->to->who.role) {
+			fprintf(out, "fill=\"url(#g%d-%d)\"", l->from->who.role, l->to->who.role);
+			transit = true;
+		} else {
+			fprintf(out, "fill=\"%s\"", role_color(own->role));
+		}
+		fprintf(out, "><title>%s: %.3f ms (%s \xe2\x86\x92 %s)</title></rect>\n",
+			leg__name(l->leg), ms_between(l->start_ns, l->end_ns), l->from_name,
+			l->to_name);
+		if (l->leg != LEG_TOTAL) {
+			used_roles[l->from->who.role <= ROLE_WATCHER ? l->from->who.role : 0] =
+			    true;
+			used_roles[own->role <= ROLE_WATCHER ? own->role : 0] = true;
+		}
+		/* The duration beside the bar, or inside it at the right edge. */
+		if (x1 + 80 < SVG_W)
+			fprintf(out,
+				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\">%.3f ms"
+				"</text>\n",
+				x0 + w + 6, y + 19, ms_between(l->start_ns, l->end_ns));
+		else
+			fprintf(out,
+				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#fff\" "
+				"text-anchor=\"end\">%.3f ms</text>\n",
+				x0 + w - 4, y + 19, ms_between(l->start_ns, l->end_ns));
+	}
+
+	/* Legend: process colours, and what a two-colour bar means. */
+	{
+		int y = SVG_TOP + rows * SVG_ROW_H + 34, x = SVG_LABEL_X, role;
+
+		for (role = ROLE_SCHEDULER; role <= ROLE_WATCHER; role++) {
+			const char *name = role == ROLE_WATCHER
+					       ? "watcher"
+					       : process_role__name((enum process_role)role);
+
+			if (!used_roles[role])
+				continue;
+			fprintf(out,
+				"<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" rx=\"2\" "
+				"fill=\"%s\"/>\n<text x=\"%d\" y=\"%d\" font-size=\"12\" "
+				"fill=\"#333\">%s</text>\n",
+				x, y - 11, role_color((enum process_role)role), x + 20, y, name);
+			x += 40 + 8 * (int)strlen(name);
+		}
+		if (transit) {
+			fprintf(out,
+				"<rect x=\"%d\" y=\"%d\" width=\"28\" height=\"14\" rx=\"2\" "
+				"fill=\"url(#legend-transit)\"/>\n",
+				x, y - 11);
+			fprintf(
+			    out,
+			    "<defs><linearGradient id=\"legend-transit\"><stop offset=\"0\" "
+			    "stop-color=\"#4e79a7\"/><stop offset=\"1\" stop-color=\"#59a14f\"/>"
+			    "</linearGradient></defs>\n");
+			fprintf(
+			    out,
+			    "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#333\">between two "
+			    "processes (sender \xe2\x86\x92 receiver)</text>\n",
+			    x + 34, y);
+		}
+		fprintf(out,
+			"<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#888\">kernel timestamps "
+			"(CLOCK_MONOTONIC) of the first byte written and the last byte read, in ms "
+			"from bind_request; bindtrace</text>\n",
+			SVG_LABEL_X, y + 24);
+	}
+	fputs("</svg>\n", out);
+	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- Markdown ---- */
+
+static void md_wall(FILE *out, uint64_t mono_ns, int64_t wall_offset_ns)
+{
+	int64_t wall = (int64_t)mono_ns + wall_offset_ns;
+	time_t secs = (time_t)(wall / 1000000000);
+	struct tm tm;
+	char buf[64];
+
+	gmtime_r(&secs, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+	fprintf(out, "%s.%06" PRId64 " UTC", buf, (wall % 1000000000) / 1000);
+}
+
+static void md_stage_detail(FILE *out, const struct bind_timeline *t, int s)
+{
+	const struct stage *st = &t->stages[s];
+
+	switch (s) {
+	case STAGE_BIND_REQUEST:
+	case STAGE_APISERVER_RECEIVED:
+		fputs(t->result == BIND_RESULT_UNSCHEDULABLE ? "PATCH pods/" : "POST pods/", out);
+		fprint_md(out, t->name);
+		fputs(t->result == BIND_RESULT_UNSCHEDULABLE ? "/status PodScheduled=False"
+							     : "/binding",
+		      out);
+		break;
+	case STAGE_ETCD_TXN_SENT:
+	case STAGE_ETCD_TXN_RECEIVED:
+		fputs("Txn on /registry/pods/", out);
+		fprint_md(out, t->namespace_);
+		fputc('/', out);
+		fprint_md(out, t->name);
+		break;
+	case STAGE_ETCD_WAL_FSYNC:
+		fprintf(out, "fdatasync of the WAL, %.3f ms",
+			ms_between(st->first_ns, st->last_ns));
+		break;
+	case STAGE_ETCD_TXN_RESPONSE:
+	case STAGE_ETCD_WATCH_EVENT:
+		if (t->revision)
+			fprintf(out, "revision %" PRId64, t->revision);
+		break;
+	case STAGE_BIND_RESPONSE:
+	case STAGE_BIND_RESPONSE_RECEIVED:
+		if (t->status_code)
+			fprintf(out, "%d", t->status_code);
+		break;
+	}
+	if (st->seen && st->who.conn && s != STAGE_ETCD_WAL_FSYNC) {
+		fprintf(out, " (%s",
+			s == STAGE_BIND_REQUEST || s == STAGE_ETCD_TXN_SENT ||
+				s == STAGE_ETCD_TXN_RESPONSE || s == STAGE_BIND_RESPONSE
+			    ? "to "
+			    : "from ");
+		fprint_md(out, st->who.raddr);
+		if (st->stream_id)
+			fprintf(out, ", stream %u", st->stream_id);
+		fputc(')', out);
+	}
+}
+
+static void md_who(FILE *out, const struct actor *a)
+{
+	fprint_md(out, actor_name(a));
+	fprintf(out, " (pid %d)", a->pid);
+}
+
+/* A GitHub link to the cited line when the file is in the kubernetes repository. */
+static void md_source_link(FILE *out, const char *file, int line, const char *version)
+{
+	static const char k8s[] = "k8s.io/kubernetes/";
+	const char *staged = NULL;
+
+	if (!version[0] || version[0] != 'v' || strchr(file, '@'))
+		return;
+	if (!strncmp(file, k8s, sizeof(k8s) - 1)) {
+		fprintf(out, " — [source at %s](https://github.com/kubernetes/kubernetes/blob/",
+			version);
+		fprint_md(out, version);
+		fputc('/', out);
+		fprint_md(out, file + sizeof(k8s) - 1);
+		fprintf(out, "#L%d)", line);
+		return;
+	}
+	/* Staging modules live in the same repository at the same tag. */
+	if (!strncmp(file, "k8s.io/client-go/", 17) || !strncmp(file, "k8s.io/api/", 11) ||
+	    !strncmp(file, "k8s.io/apimachinery/", 20) || !strncmp(file, "k8s.io/apiserver/", 17) ||
+	    !strncmp(file, "k8s.io/component-base/", 22) ||
+	    !strncmp(file, "k8s.io/kube-scheduler/", 22))
+		staged = file;
+	if (staged) {
+		fprintf(out, " — [source at %s](https://github.com/kubernetes/kubernetes/blob/",
+			version);
+		fprint_md(out, version);
+		fputs("/staging/src/", out);
+		fprint_md(out, staged);
+		fprintf(out, "#L%d)", line);
+	}
+}
+
+/* Leg descriptions use "->": print them with arrows. */
+static void md_arrows(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (s[0] == '-' && s[1] == '>') {
+			fputs("→", out);
+			s++;
+		} else {
+			fputc(*s, out);
+		}
+	}
+}
+
+/* "**kube-scheduler → kube-apiserver**, ": who the leg is between, as far as it is known. */
+static void md_leg_heading(FILE *out, const struct bind_timeline *t, const struct bind_leg *l)
+{
+	const char *a = l->from->seen ? actor_name(&l->from->who) : "?";
+	const char *b = l->to->seen ? actor_name(&l->to->who) : "?";
+	char wn[96];
+
+	if (l->watcher >= 0) {
+		watcher_name(wn, sizeof(wn), &t->watchers[l->watcher]);
+		fputs("**", out);
+		if (l->leg == LEG_WATCH_FANOUT) {
+			fputs("kube-apiserver**, for watcher **", out);
+		} else {
+			fputs("kube-apiserver → ", out);
+		}
+		fprint_md(out, wn);
+		fputs("**, ", out);
+		return;
+	}
+	if (!l->from->seen && !l->to->seen)
+		return;
+	fputs("**", out);
+	fprint_md(out, a);
+	if (l->leg != LEG_WAL_FSYNC &&
+	    (!l->from->seen || !l->to->seen || l->from->who.pid != l->to->who.pid)) {
+		fputs(" → ", out);
+		fprint_md(out, b);
+	}
+	fputs("**, ", out);
+}
+
+int report__write_markdown(FILE *out, const struct bind_timeline *t, const char *svg_href,
+			   const struct process_identity *procs, int n_procs,
+			   int64_t wall_offset_ns)
+{
+	struct bind_leg legs[BIND_MAX_LEGS];
+	const struct citation *ci = &t->citation;
+	uint64_t t0 = bind_origin(t);
+	int n, i, s, w, step = 0, missing = 0;
+
+	n = bind_legs__list(t, legs);
+	fputs("# Pod bind: ", out);
+	fprint_md(out, t->namespace_);
+	fputc('/', out);
+	fprint_md(out, t->name);
+	if (t->node[0]) {
+		fputs(" → ", out);
+		fprint_md(out, t->node);
+	}
+	fputs("\n\n| | |\n|---|---|\n", out);
+	fprintf(out, "| Result | **%s**", bind_result__name(t->result));
+	if (t->status_code)
+		fprintf(out, " (%d)", t->status_code);
+	if (t->status_reason[0]) {
+		fputs(" — ", out);
+		fprint_md(out, t->status_reason);
+	}
+	fputs(" |\n", out);
+	if (t->node[0]) {
+		fputs("| Node | `", out);
+		fprint_md(out, t->node);
+		fputs("`", out);
+		if (t->node_before_known) {
+			fputs(" (spec.nodeName \"", out);
+			fprint_md(out, t->node_before);
+			fputs("\" → \"", out);
+			fprint_md(out, t->node);
+			fputs("\" in etcd)", out);
+		}
+		fputs(" |\n", out);
+	}
+	if (t->uid[0]) {
+		fputs("| Pod UID | `", out);
+		fprint_md(out, t->uid);
+		fputs("` |\n", out);
+	}
+	if (t->revision)
+		fprintf(out,
+			"| etcd revision | %" PRId64
+			" (the pod's resourceVersion after the bind) |\n",
+			t->revision);
+	if (n && legs[0].seen)
+		fprintf(out, "| Total | **%.3f ms** (bind_request → bind_response_received) |\n",
+			ms_between(legs[0].start_ns, legs[0].end_ns));
+	fputs("| Began | ", out);
+	md_wall(out, t0, wall_offset_ns);
+	fprintf(out, " (%s) |\n",
+		t->stages[STAGE_BIND_REQUEST].seen ? "bind_request" : "earliest stage seen");
+	fprintf(out, "| Bind | #%" PRIu64 " of this bindtrace run |\n\n", t->seq);
+	if (svg_href) {
+		fputs("![Waterfall of the bind's legs](<", out);
+		fprint_md(out, svg_href);
+		fputs(">)\n\n", out);
+	}
+
+	/* The path, leg by leg. */
+	fputs("## Path: scheduler → apiserver → etcd → watchers\n\n", out);
+	if (t->result == BIND_RESULT_UNSCHEDULABLE) {
+		const struct stage *st = &t->stages[STAGE_BIND_REQUEST];
+
+		fputs("The pod fits no node: the scheduler posted no Binding. It ", out);
+		if (st->seen) {
+			fputs("recorded the failure itself — ", out);
+			md_who(out, &st->who);
+			fputs(" sent `PATCH pods/", out);
+			fprint_md(out, t->name);
+			fputs("/status` with condition PodScheduled=False", out);
+		} else {
+			fputs("recorded PodScheduled=False", out);
+		}
+		if (t->status_reason[0]) {
+			fputs(" (", out);
+			fprint_md(out, t->status_reason);
+			fputc(')', out);
+		}
+		fputs(".\n\n", out);
+	}
+	for (i = 1; i < n; i++) {
+		const struct bind_leg *l = &legs[i];
+
+		fprintf(out, "%d. ", ++step);
+		md_leg_heading(out, t, l);
+		fprintf(out, "`%s`", leg__name(l->leg));
+		if (l->seen) {
+			fprintf(out, ": **%.3f ms** — ", ms_between(l->start_ns, l->end_ns));
+			md_arrows(out, leg__description(l->leg));
+			if (l->leg == LEG_WAL_FSYNC)
+				fprintf(out, " (from %+.3f to %+.3f ms)",
+					ms_between(t0, l->start_ns), ms_between(t0, l->end_ns));
+			else
+				fprintf(out, " (`%s` at %+.3f ms → `%s` at %+.3f ms)", l->from_name,
+					ms_between(t0, l->start_ns), l->to_name,
+					ms_between(t0, l->end_ns));
+		} else {
+			const struct stage *gone = !l->from->seen ? l->from : l->to;
+
+			fprintf(out, ": not measured — `%s` is missing (",
+				!l->from->seen ? l->from_name : l->to_name);
+			fprint_md(out, gone->missing[0] ? gone->missing : "not observed");
+			fputs("); ", out);
+			md_arrows(out, leg__description(l->leg));
+		}
+		fputs(".\n", out);
+	}
+	if (n && legs[0].seen)
+		fprintf(out,
+			"\nIn all, **%.3f ms** from the scheduler's first byte of the POST to "
+			"its reading the last byte of the answer.\n",
+			ms_between(legs[0].start_ns, legs[0].end_ns));
+	fputs("\n", out);
+
+	/* Every stage. */
+	fputs("## Stages\n\n| Stage | +ms | Process | Detail |\n|---|---:|---|---|\n", out);
+	for (s = 0; s < STAGE_MAX; s++) {
+		const struct stage *st = &t->stages[s];
+
+		if (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST)
+			continue;
+		fprintf(out, "| `%s` | ", stage__name((enum stage_id)s));
+		if (!st->seen) {
+			fputs("— | — | missing: ", out);
+			fprint_md(out, st->missing[0] ? st->missing : "not observed");
+			fputs(" |\n", out);
+			continue;
+		}
+		fprintf(out, "%+.3f | ", ms_between(t0, st->mono_ns));
+		md_who(out, &st->who);
+		fputs(" | ", out);
+		md_stage_detail(out, t, s);
+		fputs(" |\n", out);
+	}
+	for (w = 0; w < t->n_watchers; w++) {
+		const struct watcher *wa = &t->watchers[w];
+		char wn[96];
+
+		watcher_name(wn, sizeof(wn), wa);
+		if (wa->sent.seen) {
+			fprintf(out, "| `watch_event_sent` | %+.3f | ",
+				ms_between(t0, wa->sent.mono_ns));
+			md_who(out, &wa->sent.who);
+			fputs(" | to ", out);
+		} else {
+			fputs("| `watch_event_sent` | — | — | missing for ", out);
+		}
+		fprint_md(out, wn);
+		fputs(" |\n", out);
+		if (wa->received.seen) {
+			fprintf(out, "| `watch_event_received` | %+.3f | ",
+				ms_between(t0, wa->received.mono_ns));
+			md_who(out, &wa->received.who);
+			fputs(" | ", out);
+			fprint_md(out, wn);
+			fputs(" |\n", out);
+		}
+	}
+	fputs("\n", out);
+
+	/* Where the bind was issued. */
+	fputs("## Where the bind was issued\n\n", out);
+	if (ci->known && ci->cited >= 0 && ci->cited < ci->n_frames) {
+		const struct frame_line *f = &ci->frames[ci->cited];
+
+		fputs("`", out);
+		fprint_md(out, f->file);
+		fprintf(out, ":%d` in `", f->line);
+		fprint_md(out, f->func);
+		fputs("`", out);
+		if (ci->binary_version[0]) {
+			fputs(", **k8s.io/kubernetes ", out);
+			fprint_md(out, ci->binary_version);
+			fputs("**", out);
+		}
+		if (ci->go_version[0]) {
+			fputs(" (", out);
+			fprint_md(out, ci->go_version);
+			fputc(')', out);
+		}
+		md_source_link(out, f->file, f->line, ci->binary_version);
+		fprintf(out, ".\n\nThe scheduler's thread %d entered `", ci->tid);
+		fprint_md(out, ci->probe);
+		fputs(
+		    "`; its stack, symbolised through the binary's pclntab (→ the cited frame):\n\n"
+		    "```\n",
+		    out);
+		for (i = 0; i < ci->n_frames; i++) {
+			const struct frame_line *fr = &ci->frames[i];
+
+			fprintf(out, "%s #%-2d %s", i == ci->cited ? "→" : " ", i, fr->func);
+			if (fr->file[0])
+				fprintf(out, "\n        %s:%d", fr->file, fr->line);
+			fputc('\n', out);
+		}
+		fputs("```\n\n", out);
+	} else if (ci->known) {
+		fputs("The scheduler's bind call was seen, but no frame outside client-go could be "
+		      "symbolised.\n\n",
+		      out);
+	} else {
+		fputs(
+		    "Not known: the scheduler's bind call was not observed (no call probe in this "
+		    "scheduler, or the bind began before bindtrace attached).\n\n",
+		    out);
+	}
+
+	/* Watchers. */
+	fputs("## What the watchers saw\n\n", out);
+	if (!t->n_watchers) {
+		fputs("No watch event carrying this bind was seen.\n\n", out);
+	} else {
+		fputs("| Watcher | Address | Encoding | Event | nodeName | Sent (+ms) | Received "
+		      "(+ms) |\n|---|---|---|---|---|---:|---:|\n",
+		      out);
+		for (w = 0; w < t->n_watchers; w++) {
+			const struct watcher *wa = &t->watchers[w];
+
+			fputs("| ", out);
+			fprint_md(out, wa->user_agent[0] ? wa->user_agent : "?");
+			fputs(" | ", out);
+			fprint_md(out, wa->sent.who.raddr);
+			fputs(" | ", out);
+			fprint_md(out, wa->encoding);
+			fputs(" | ", out);
+			fprint_md(out, wa->event_type);
+			fputs(" | \"", out);
+			if (wa->before_known)
+				fprint_md(out, wa->node_before);
+			else
+				fputs("?", out);
+			fputs("\" → \"", out);
+			fprint_md(out, wa->node_after);
+			fputs("\" | ", out);
+			if (wa->sent.seen)
+				fprintf(out, "%+.3f", ms_between(t0, wa->sent.mono_ns));
+			else
+				fputs("—", out);
+			fputs(" | ", out);
+			if (wa->received.seen) {
+				fprintf(out, "%+.3f", ms_between(t0, wa->received.mono_ns));
+			} else {
+				fputs("— (", out);
+				fprint_md(out, wa->received.missing[0] ? wa->received.missing
+								       : "not traced");
+				fputc(')', out);
+			}
+			fputs(" |\n", out);
+		}
+		if (t->watchers_dropped)
+			fprintf(out, "\n%d more watchers were sent the event (not listed).\n",
+				t->watchers_dropped);
+		fputs("\n", out);
+	}
+
+	/* What is missing. */
+	fputs("## Missing stages\n\n", out);
+	for (s = 0; s < STAGE_MAX; s++) {
+		const struct stage *st = &t->stages[s];
+
+		if (st->seen || (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST))
+			continue;
+		fprintf(out, "- `%s`: ", stage__name((enum stage_id)s));
+		fprint_md(out, st->missing[0] ? st->missing : "not observed");
+		fputc('\n', out);
+		missing++;
+	}
+	if (!missing)
+		fputs("None: every required stage was observed.\n", out);
+	if (t->gap)
+		fputs("- A capture gap on one of this bind's connections may have hidden "
+		      "something.\n",
+		      out);
+	if (t->drops)
+		fputs("- The ring buffer dropped events while this bind was open.\n", out);
+	if (t->started_midway)
+		fputs("- The bind began before bindtrace attached.\n", out);
+	if (t->n_txns > 1) {
+		fprintf(out, "\netcd Txn attempts: %d (the compare failed %d times):\n\n",
+			t->n_txns, t->n_txns - 1);
+		for (i = 0; i < t->n_txns; i++)
+			fprintf(out,
+				"- at +%.3f ms, If(mod_revision == %" PRId64
+				"): %s, revision %" PRId64 "\n",
+				ms_between(t0, t->txns[i].sent_ns), t->txns[i].compare_revision,
+				!t->txns[i].responded  ? "no answer seen"
+				: t->txns[i].succeeded ? "succeeded"
+						       : "compare failed",
+				t->txns[i].revision);
+	}
+	fputs("\n", out);
+
+	/* The processes. */
+	fputs("## Processes\n\n", out);
+	if (!n_procs) {
+		fputs("Not recorded.\n\n", out);
+	} else {
+		fputs("| Role | PID | Binary | Version | Go | Build ID | SHA-256 |\n"
+		      "|---|---:|---|---|---|---|---|\n",
+		      out);
+		for (i = 0; i < n_procs; i++) {
+			const struct process_identity *p = &procs[i];
+
+			fputs("| ", out);
+			fprint_md(out, p->role);
+			fprintf(out, " | %d | `", p->pid);
+			fprint_md(out, p->exe);
+			fputs("` | ", out);
+			fprint_md(out, p->module_version[0] ? p->module_version : "—");
+			fputs(" | ", out);
+			fprint_md(out, p->go_version[0] ? p->go_version : "—");
+			fputs(" | `", out);
+			fprint_md(out, p->go_build_id[0]    ? p->go_build_id
+				       : p->gnu_build_id[0] ? p->gnu_build_id
+							    : "none");
+			fputs("` | `", out);
+			fprint_md(out, p->sha256[0] ? p->sha256 : "not read");
+			fputs("` |\n", out);
+		}
+		fputs("\n", out);
+	}
+
+	fputs(
+	    "## How to check\n\n"
+	    "Times are kernel CLOCK_MONOTONIC stamps taken by bindtrace's probes: a sender's stage "
+	    "is when the first byte of its message was handed to crypto/tls (or write(2)), a "
+	    "receiver's when the last byte came out of crypto/tls (or read(2)); offsets are from "
+	    "`bind_request`. Run bindtrace with `--evidence DIR` to keep, per bind, the decoded "
+	    "messages, the kernel events and the binaries' identities behind each number "
+	    "(DIR/README.md says how to check each one), and with `--json` for the raw "
+	    "timeline.\n",
+	    out);
+	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- The output ---- */
+
+struct report {
+	char *path, *svg_path, *svg_href;
+	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
+	int64_t wall_offset_ns;
+	struct process_identity *procs;
+	int n_procs;
+	bool written;
+	enum bind_result written_result;
+};
+
+/* Can path be written? Checked without truncating or leaving a new file behind. */
+static int probe_writable(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+		return 0;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+struct report *report__open(const char *path, const char *ns, const char *name,
+			    int64_t wall_offset_ns)
+{
+	struct report *r = calloc(1, sizeof(*r));
+	const char *base;
+	int err = -ENOMEM;
+
+	if (!r)
+		return NULL;
+	r->path = strdup(path);
+	if (!r->path || asprintf(&r->svg_path, "%s.svg", path) < 0) {
+		r->svg_path = NULL;
+		goto fail;
+	}
+	base = strrchr(r->svg_path, '/');
+	r->svg_href = strdup(base ? base + 1 : r->svg_path);
+	if (!r->svg_href)
+		goto fail;
+	util__copy(r->ns, sizeof(r->ns), ns);
+	util__copy(r->name, sizeof(r->name), name);
+	r->wall_offset_ns = wall_offset_ns;
+	err = probe_writable(r->path);
+	if (err) {
+		fprintf(stderr, "bindtrace: --report %s: %s\n", path, strerror(-err));
+		goto fail;
+	}
+	err = probe_writable(r->svg_path);
+	if (err) {
+		fprintf(stderr, "bindtrace: --report %s: %s: %s\n", path, r->svg_path,
+			strerror(-err));
+		goto fail;
+	}
+	return r;
+fail:
+	report__close(r);
+	errno = -err;
+	return NULL;
+}
+
+void report__process(struct report *r, const struct process_identity *id)
+{
+	struct process_identity *n;
+
+	n = realloc(r->procs, (size_t)(r->n_procs + 1) * sizeof(*n));
+	if (!n)
+		return;
+	r->procs = n;
+	n[r->n_procs] = *id;
+	n[r->n_procs].detail = NULL; /* not used here */
+	r->n_procs++;
+}
+
+/* Write through path.tmp.PID and rename: readers see the old file or the whole new one. */
+static int write_atomically(struct report *r, const char *path, const struct bind_timeline *t,
+			    bool svg)
+{
+	char *tmp = NULL;
+	FILE *f = NULL;
+	int fd, err, bad;
+
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	fd = output_file__create(tmp, true);
+	if (fd < 0) {
+		err = fd;
+		goto free_tmp;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		goto unlink_tmp;
+	}
+	err = svg ? report__write_svg(f, t)
+		  : report__write_markdown(f, t, r->svg_href, r->procs, r->n_procs,
+					   r->wall_offset_ns);
+	bad = ferror(f);
+	if (fclose(f) || bad)
+		err = err ? err : -EIO;
+	if (err)
+		goto unlink_tmp;
+	if (rename(tmp, path)) {
+		err = -errno;
+		goto unlink_tmp;
+	}
+	free(tmp);
+	return 0;
+unlink_tmp:
+	unlink(tmp);
+free_tmp:
+	free(tmp);
+	return err;
+}
+
+int report__bind(struct report *r, const struct bind_timeline *t)
+{
+	int err;
+
+	if (strcmp(t->namespace_, r->ns) || strcmp(t->name, r->name))
+		return 0;
+	/* A later failed attempt (a 409 after the bind, say) does not replace the bind. */
+	if (r->written && r->written_result == BIND_RESULT_BOUND && t->result != BIND_RESULT_BOUND)
+		return 0;
+	err = write_atomically(r, r->svg_path, t, true);
+	if (err) {
+		fprintf(stderr, "bindtrace: --report %s: cannot write %s: %s\n", r->path,
+			r->svg_path, strerror(-err));
+		return err;
+	}
+	err = write_atomically(r, r->path, t, false);
+	if (err) {
+		fprintf(stderr, "bindtrace: --report %s: cannot write it: %s\n", r->path,
+			strerror(-err));
+		return err;
+	}
+	r->written = true;
+	r->written_result = t->result;
+	return 0;
+}
+
+int report__finish(struct report *r)
+{
+	if (r->written)
+		return 0;
+	fprintf(stderr, "bindtrace: --report: no bind of %s/%s was seen\n", r->ns, r->name);
+	return -ENOENT;
+}
+
+void report__close(struct report *r)
+{
+	if (!r)
+		return;
+	free(r->path);
+	free(r->svg_path);
+	free(r->svg_href);
+	free(r->procs);
+	free(r);
+}
