@@ -1,70 +1,161 @@
-/* The file outputs of the bind tracer. Each is off unless its option is given. */
+/* The file outputs of the bind tracer: routes what the tracer sees to --perfetto (perfetto.c),
+ * --evidence (evidence.c) and --report (report.c), and reads each traced binary's identity
+ * once for the two that cite it. Each output is off unless its option is given. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "evidence.h"
+#include "perfetto.h"
+#include "report.h"
 #include "trace_outputs.h"
+
+/* Longest a bind stays open in the correlator (max_open_ns in trace.c), plus slack: how long
+ * the evidence rings keep events; --linger adds to it. */
+#define OUTPUTS_RETENTION_NS (12ull * 1000000000ull)
 
 struct trace_outputs {
 	const struct trace_options *opt;
 	int64_t wall_offset_ns;
+	struct perfetto *perfetto;
+	struct evidence *evidence;
+	struct report *report;
+	int errors;
 };
 
 struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_t wall_offset_ns)
 {
 	struct trace_outputs *o = calloc(1, sizeof(*o));
+	int err;
 
 	if (!o)
 		return NULL;
 	o->opt = opt;
 	o->wall_offset_ns = wall_offset_ns;
-	if (opt->perfetto || opt->evidence || opt->report) {
-		fprintf(stderr, "bindtrace: --perfetto, --evidence and --report are not built yet\n");
-		free(o);
-		errno = ENOSYS;
-		return NULL;
+	if (opt->evidence) {
+		o->evidence =
+		    evidence__open(opt->evidence, wall_offset_ns,
+				   OUTPUTS_RETENTION_NS + (uint64_t)opt->linger_ms * 1000000ull);
+		if (!o->evidence)
+			goto fail;
+	}
+	if (opt->report) {
+		o->report = report__open(opt->report, opt->pod_ns, opt->pod_name, wall_offset_ns);
+		if (!o->report)
+			goto fail;
+	}
+	/* Last: it creates its file at once. */
+	if (opt->perfetto) {
+		o->perfetto = perfetto__open(opt->perfetto, wall_offset_ns);
+		if (!o->perfetto)
+			goto fail;
 	}
 	return o;
+fail:
+	err = errno;
+	trace_outputs__free(o);
+	errno = err;
+	return NULL;
+}
+
+static int role_sort_index(const char *role)
+{
+	if (!strcmp(role, "kube-scheduler"))
+		return 1;
+	if (!strcmp(role, "kube-apiserver"))
+		return 2;
+	if (!strcmp(role, "etcd"))
+		return 3;
+	return 4;
 }
 
 void trace_outputs__process(struct trace_outputs *o, const char *role, pid_t pid, const char *exe,
 			    const char *go_version, const char *module_version,
 			    struct go_binary *gb)
 {
-	(void)o, (void)role, (void)pid, (void)exe, (void)go_version, (void)module_version, (void)gb;
+	struct process_identity id;
+	char path[64];
+
+	if (!o)
+		return;
+	if (o->perfetto)
+		perfetto__process(o->perfetto, pid, role, role_sort_index(role));
+	if (!o->evidence && !o->report)
+		return;
+	/* The file the process runs, even if the path now names another. */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	process_identity__read(&id, role, pid, exe, path, go_version, module_version, gb);
+	if (id.why[0] && exe && exe[0]) {
+		process_identity__clear(&id);
+		process_identity__read(&id, role, pid, exe, exe, go_version, module_version, gb);
+	}
+	if (o->evidence)
+		evidence__process(o->evidence, &id);
+	if (o->report)
+		report__process(o->report, &id);
+	process_identity__clear(&id);
 }
 
 void trace_outputs__data(struct trace_outputs *o, const struct actor *who,
 			 const struct data_event *e)
 {
-	(void)o, (void)who, (void)e;
+	if (o && o->evidence)
+		evidence__data(o->evidence, who, e);
 }
 
 void trace_outputs__message(struct trace_outputs *o, const struct actor *who,
 			    const struct decoded_msg *msg)
 {
-	(void)o, (void)who, (void)msg;
+	if (o && o->evidence)
+		evidence__message(o->evidence, who, msg);
 }
 
 void trace_outputs__fsync(struct trace_outputs *o, const struct actor *who,
 			  const struct fsync_event *e, const char *path)
 {
-	(void)o, (void)who, (void)e, (void)path;
+	if (o && o->evidence)
+		evidence__fsync(o->evidence, who, e, path);
 }
 
 void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 {
-	(void)o, (void)t;
+	if (!o)
+		return;
+	if (o->perfetto)
+		perfetto__bind(o->perfetto, t);
+	if (o->evidence && evidence__bind(o->evidence, t))
+		o->errors++;
+	if (o->report && report__bind(o->report, t))
+		o->errors++;
 }
 
 int trace_outputs__finish(struct trace_outputs *o)
 {
-	(void)o;
-	return 0;
+	int err = 0, e;
+
+	if (!o)
+		return 0;
+	if (o->perfetto) {
+		e = perfetto__close(o->perfetto);
+		o->perfetto = NULL;
+		err = err ? err : e;
+	}
+	if (o->report) {
+		e = report__finish(o->report);
+		err = err ? err : e;
+	}
+	if (!err && o->errors)
+		err = -EIO; /* each was said when it happened */
+	return err;
 }
 
 void trace_outputs__free(struct trace_outputs *o)
 {
+	if (!o)
+		return;
+	perfetto__close(o->perfetto);
+	evidence__close(o->evidence);
+	report__close(o->report);
 	free(o);
 }
