@@ -55,6 +55,14 @@ const char *etcd_method__name(enum etcd_method m)
 	}
 }
 
+const char *etcd_method__path(enum etcd_method m)
+{
+	for (size_t i = 0; i < sizeof(etcd_paths) / sizeof(etcd_paths[0]); i++)
+		if (etcd_paths[i].method == m)
+			return etcd_paths[i].path;
+	return "";
+}
+
 bool etcd__key_is_secret(const char *key)
 {
 	return redact__etcd_key_is_secret(key);
@@ -502,4 +510,385 @@ int etcd__decode_watch_response(const uint8_t *buf, size_t len, struct etcd_watc
 		on_event(w, &ev, ctx);
 	}
 	return err;
+}
+
+/* Inference: strict shape checks of the messages of each method. A message must use only the
+ * method's field numbers with their wire types, and carry at least one key the apiserver would
+ * write (printable ASCII, starting with '/'); where two methods share a shape, neither is chosen. */
+
+#define INFER_MAX_DEPTH 3 /* a Txn inside a Txn inside a Txn */
+
+static bool plausible_key(const uint8_t *p, size_t n)
+{
+	if (n < 2 || n >= ETCD_KEY_MAX || p[0] != '/')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x21 || p[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* The fields of a message, each checked by number against an allowed wire-type mask. Returns
+ * the number of fields, or -1 when one is not allowed or the message does not parse. */
+struct field_rule {
+	uint32_t number;
+	uint8_t types; /* 1 << enum pb_wire_type */
+};
+
+#define T_VARINT (1u << PB_WT_VARINT)
+#define T_LEN (1u << PB_WT_LEN)
+
+static int check_fields(const uint8_t *buf, size_t len, const struct field_rule *rules,
+			size_t nrules)
+{
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+	int n = 0, err;
+
+	while ((err = pb_reader__next(&r, &f)) == 1) {
+		size_t i;
+		for (i = 0; i < nrules; i++)
+			if (rules[i].number == f.number)
+				break;
+		if (i == nrules || !(rules[i].types & (1u << f.type)))
+			return -1;
+		n++;
+	}
+	return err ? -1 : n;
+}
+
+/* The first field number `number` of wire type LEN, or NULL. */
+static const uint8_t *find_len_field(const uint8_t *buf, size_t len, uint32_t number,
+				     size_t *out_len)
+{
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+
+	*out_len = 0;
+	while (pb_reader__next(&r, &f) == 1)
+		if (f.number == number && f.type == PB_WT_LEN) {
+			*out_len = f.len;
+			return f.data;
+		}
+	return NULL;
+}
+
+static bool has_plausible_key(const uint8_t *buf, size_t len, uint32_t number)
+{
+	size_t n = 0;
+	const uint8_t *k = find_len_field(buf, len, number, &n);
+	return k && plausible_key(k, n);
+}
+
+static const struct field_rule compare_rules[] = {
+	{ 1, T_VARINT }, { 2, T_VARINT }, { 3, T_LEN },	   { 4, T_VARINT }, { 5, T_VARINT },
+	{ 6, T_VARINT }, { 7, T_LEN },	  { 8, T_VARINT }, { 64, T_LEN },
+};
+static const struct field_rule range_rules[] = {
+	{ 1, T_LEN },	  { 2, T_LEN },	    { 3, T_VARINT },  { 4, T_VARINT }, { 5, T_VARINT },
+	{ 6, T_VARINT },  { 7, T_VARINT },  { 8, T_VARINT },  { 9, T_VARINT }, { 10, T_VARINT },
+	{ 11, T_VARINT }, { 12, T_VARINT }, { 13, T_VARINT },
+};
+static const struct field_rule put_rules[] = {
+	{ 1, T_LEN },	 { 2, T_LEN },	  { 3, T_VARINT },
+	{ 4, T_VARINT }, { 5, T_VARINT }, { 6, T_VARINT },
+};
+static const struct field_rule delete_rules[] = {
+	{ 1, T_LEN },
+	{ 2, T_LEN },
+	{ 3, T_VARINT },
+};
+static const struct field_rule op_rules[] = {
+	{ 1, T_LEN },
+	{ 2, T_LEN },
+	{ 3, T_LEN },
+	{ 4, T_LEN },
+};
+static const struct field_rule txn_rules[] = {
+	{ 1, T_LEN },
+	{ 2, T_LEN },
+	{ 3, T_LEN },
+};
+
+#define RULES(r) (r), sizeof(r) / sizeof((r)[0])
+
+static bool txn_request_plausible(const uint8_t *buf, size_t len, int depth);
+
+/* RequestOp: exactly one of range, put, delete_range (each with a key) or a nested txn. */
+static bool request_op_plausible(const uint8_t *buf, size_t len, int depth)
+{
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+
+	if (check_fields(buf, len, RULES(op_rules)) != 1 || pb_reader__next(&r, &f) != 1)
+		return false;
+	switch (f.number) {
+	case 1:
+		return check_fields(f.data, f.len, RULES(range_rules)) > 0 &&
+		       has_plausible_key(f.data, f.len, 1);
+	case 2:
+		return check_fields(f.data, f.len, RULES(put_rules)) > 0 &&
+		       has_plausible_key(f.data, f.len, 1);
+	case 3:
+		return check_fields(f.data, f.len, RULES(delete_rules)) > 0 &&
+		       has_plausible_key(f.data, f.len, 1);
+	default:
+		return depth < INFER_MAX_DEPTH && txn_request_plausible(f.data, f.len, depth + 1);
+	}
+}
+
+static bool txn_request_plausible(const uint8_t *buf, size_t len, int depth)
+{
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+
+	if (check_fields(buf, len, RULES(txn_rules)) < 1)
+		return false;
+	while (pb_reader__next(&r, &f) == 1) {
+		if (f.number == 1) {
+			if (check_fields(f.data, f.len, RULES(compare_rules)) < 1 ||
+			    !has_plausible_key(f.data, f.len, 3))
+				return false;
+		} else if (!request_op_plausible(f.data, f.len, depth)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* WatchRequest: one of create_request (with a key), cancel_request, progress_request. */
+static bool watch_request_plausible(const uint8_t *buf, size_t len)
+{
+	static const struct field_rule create_rules[] = {
+		{ 1, T_LEN },
+		{ 2, T_LEN },
+		{ 3, T_VARINT },
+		{ 4, T_VARINT },
+		{ 5, T_VARINT | T_LEN },
+		{ 6, T_VARINT },
+		{ 7, T_VARINT },
+		{ 8, T_VARINT },
+	};
+	static const struct field_rule cancel_rules[] = { { 1, T_VARINT } };
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+
+	if (check_fields(buf, len, RULES(txn_rules)) != 1 || pb_reader__next(&r, &f) != 1)
+		return false;
+	switch (f.number) {
+	case 1:
+		return check_fields(f.data, f.len, RULES(create_rules)) > 0 &&
+		       has_plausible_key(f.data, f.len, 1);
+	case 2:
+		return check_fields(f.data, f.len, RULES(cancel_rules)) >= 0;
+	default:
+		return f.len == 0;
+	}
+}
+
+/* RangeRequest or PutRequest, which share field 1 (key) and 2 (range_end or value). */
+static enum etcd_method range_or_put(const uint8_t *buf, size_t len)
+{
+	size_t klen = 0, vlen = 0;
+	const uint8_t *key = find_len_field(buf, len, 1, &klen);
+	const uint8_t *v = find_len_field(buf, len, 2, &vlen);
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+	bool range_only = false;
+
+	if (!key || !plausible_key(key, klen) || check_fields(buf, len, RULES(range_rules)) < 1)
+		return ETCD_METHOD_NONE;
+	while (pb_reader__next(&r, &f) == 1)
+		if (f.number >= 7)
+			range_only = true;
+	if (!v)
+		return ETCD_METHOD_RANGE; /* a Get, with a limit or revision perhaps */
+	/* range_end: "\0" (every key from key on) or the key with its last byte raised (a
+	 * prefix). A value: a Kubernetes object. */
+	bool range_end = (vlen == 1 && v[0] == 0) ||
+			 (vlen == klen && !memcmp(v, key, klen - 1) && v[klen - 1] > key[klen - 1]);
+	bool value = (vlen >= K8S_MAGIC_LEN && !memcmp(v, K8S_MAGIC, K8S_MAGIC_LEN)) ||
+		     (vlen && v[0] == '{');
+	if (range_end && !value)
+		return ETCD_METHOD_RANGE;
+	if (value && !range_end && !range_only && check_fields(buf, len, RULES(put_rules)) >= 1)
+		return ETCD_METHOD_PUT;
+	return ETCD_METHOD_NONE;
+}
+
+enum etcd_method etcd__infer_request_method(const uint8_t *buf, size_t len)
+{
+	enum etcd_method m;
+
+	if (!buf || !len)
+		return ETCD_METHOD_NONE;
+	if (txn_request_plausible(buf, len, 0))
+		return ETCD_METHOD_TXN;
+	if (watch_request_plausible(buf, len))
+		return ETCD_METHOD_WATCH;
+	m = range_or_put(buf, len);
+	if (m)
+		return m;
+	/* LeaseKeepAliveRequest{ID=1}: one non-zero varint and nothing else. */
+	static const struct field_rule lease_rules[] = { { 1, T_VARINT } };
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+	if (check_fields(buf, len, RULES(lease_rules)) == 1 && pb_reader__next(&r, &f) == 1 &&
+	    f.varint)
+		return ETCD_METHOD_LEASE_KEEPALIVE;
+	return ETCD_METHOD_NONE;
+}
+
+/* ResponseHeader: varints 1-4, with a revision. */
+static bool header_plausible(const uint8_t *buf, size_t len)
+{
+	static const struct field_rule rules[] = {
+		{ 1, T_VARINT },
+		{ 2, T_VARINT },
+		{ 3, T_VARINT },
+		{ 4, T_VARINT },
+	};
+	struct etcd_header h = { 0 };
+
+	return check_fields(buf, len, RULES(rules)) > 0 && !decode_header(buf, len, &h) &&
+	       h.revision > 0;
+}
+
+/* KeyValue with a believable key. */
+static bool kv_plausible(const uint8_t *buf, size_t len)
+{
+	static const struct field_rule rules[] = {
+		{ 1, T_LEN },	 { 2, T_VARINT }, { 3, T_VARINT },
+		{ 4, T_VARINT }, { 5, T_LEN },	  { 6, T_VARINT },
+	};
+	return check_fields(buf, len, RULES(rules)) > 0 && has_plausible_key(buf, len, 1);
+}
+
+/* Every header (1) and kv (kv_field, 0 for none) of a response is believable, and there is a
+ * header. */
+static bool parts_plausible(const uint8_t *buf, size_t len, uint32_t kv_field)
+{
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+	bool header = false;
+
+	while (pb_reader__next(&r, &f) == 1) {
+		if (f.number == 1 && f.type == PB_WT_LEN) {
+			if (!header_plausible(f.data, f.len))
+				return false;
+			header = true;
+		} else if (kv_field && f.number == kv_field && f.type == PB_WT_LEN &&
+			   !kv_plausible(f.data, f.len)) {
+			return false;
+		}
+	}
+	return header;
+}
+
+/* ResponseOp: one response, a RangeResponse (whose kvs the TxnResponse decoder reads), a
+ * PutResponse, a DeleteRangeResponse or a nested TxnResponse, each a well-formed message. */
+static bool response_op_plausible(const uint8_t *buf, size_t len)
+{
+	static const struct field_rule range_resp[] = {
+		{ 1, T_LEN },
+		{ 2, T_LEN },
+		{ 3, T_VARINT },
+		{ 4, T_VARINT },
+	};
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+
+	if (check_fields(buf, len, RULES(op_rules)) != 1 || pb_reader__next(&r, &f) != 1)
+		return false;
+	if (f.number == 1)
+		return check_fields(f.data, f.len, RULES(range_resp)) >= 0 &&
+		       parts_plausible(f.data, f.len, 2);
+	return pb__valid_message(f.data, f.len);
+}
+
+enum etcd_method etcd__infer_response_method(const uint8_t *buf, size_t len)
+{
+	static const struct field_rule txn_resp[] = { { 1, T_LEN }, { 2, T_VARINT }, { 3, T_LEN } };
+	static const struct field_rule range_resp[] = {
+		{ 1, T_LEN },
+		{ 2, T_LEN },
+		{ 3, T_VARINT },
+		{ 4, T_VARINT },
+	};
+	static const struct field_rule watch_resp[] = {
+		{ 1, T_LEN },	 { 2, T_VARINT }, { 3, T_VARINT }, { 4, T_VARINT },
+		{ 5, T_VARINT }, { 6, T_LEN },	  { 7, T_VARINT }, { 11, T_LEN },
+	};
+	static const struct field_rule event_rules[] = {
+		{ 1, T_VARINT },
+		{ 2, T_LEN },
+		{ 3, T_LEN },
+	};
+	struct pb_reader r = { buf, len, 0 };
+	struct pb_field f;
+	size_t hlen = 0;
+	const uint8_t *h;
+
+	if (!buf || !len)
+		return ETCD_METHOD_NONE;
+	h = find_len_field(buf, len, 1, &hlen);
+	if (!h || !parts_plausible(buf, len, 0))
+		return ETCD_METHOD_NONE;
+	/* TxnResponse: responses (3) are ResponseOps, one response each. */
+	if (check_fields(buf, len, RULES(txn_resp)) > 0 && find_len_field(buf, len, 3, &hlen)) {
+		bool ok = true;
+		while (ok && pb_reader__next(&r, &f) == 1) {
+			if (f.number == 2 && f.varint > 1)
+				ok = false;
+			if (f.number == 3)
+				ok = response_op_plausible(f.data, f.len);
+		}
+		return ok ? ETCD_METHOD_TXN : ETCD_METHOD_NONE;
+	}
+	/* RangeResponse: at least one kv (2). */
+	if (check_fields(buf, len, RULES(range_resp)) > 0 && find_len_field(buf, len, 2, &hlen)) {
+		while (pb_reader__next(&r, &f) == 1)
+			if (f.number == 2 && !kv_plausible(f.data, f.len))
+				return ETCD_METHOD_NONE;
+		return ETCD_METHOD_RANGE;
+	}
+	/* WatchResponse: events, or a field only it has; header plus a 0/1 in field 2 is also a
+	 * TxnResponse without responses, so that alone decides nothing. */
+	if (check_fields(buf, len, RULES(watch_resp)) < 1)
+		return ETCD_METHOD_NONE;
+	bool watch_only = false;
+	while (pb_reader__next(&r, &f) == 1) {
+		switch (f.number) {
+		case 2:
+			if (f.varint > 1)
+				watch_only = true;
+			break;
+		case 3:
+		case 5:
+		case 6:
+		case 7:
+			watch_only = true;
+			break;
+		case 11: {
+			/* Event{type (PUT or DELETE), kv, prev_kv}, with a kv. */
+			struct pb_reader er = { f.data, f.len, 0 };
+			struct pb_field ef;
+			bool has_kv = false;
+			if (check_fields(f.data, f.len, RULES(event_rules)) < 1)
+				return ETCD_METHOD_NONE;
+			while (pb_reader__next(&er, &ef) == 1) {
+				if (ef.number == 1 && ef.varint > 1)
+					return ETCD_METHOD_NONE;
+				if (ef.number != 1 && !kv_plausible(ef.data, ef.len))
+					return ETCD_METHOD_NONE;
+				has_kv |= ef.number == 2;
+			}
+			if (!has_kv)
+				return ETCD_METHOD_NONE;
+			watch_only = true;
+			break;
+		}
+		}
+	}
+	return watch_only ? ETCD_METHOD_WATCH : ETCD_METHOD_NONE;
 }

@@ -133,6 +133,15 @@ struct etcd_watch_event {
 /* A gRPC path such as "/etcdserverpb.KV/Txn". */
 enum etcd_method etcd__method_from_path(const char *path);
 const char *etcd_method__name(enum etcd_method method);
+/* The gRPC path of a method ("/etcdserverpb.KV/Txn"); "" for NONE and OTHER. */
+const char *etcd_method__path(enum etcd_method method);
+
+/* The method of a gRPC message whose :path is unknown (an HPACK entry inserted before capture),
+ * from its content alone: TXN, RANGE, PUT, WATCH or LEASE_KEEPALIVE when the message parses
+ * strictly as that method's request (or response) with believable keys (printable, starting with
+ * '/'), NONE when it does not or when two methods would fit. */
+enum etcd_method etcd__infer_request_method(const uint8_t *buf, size_t len);
+enum etcd_method etcd__infer_response_method(const uint8_t *buf, size_t len);
 
 int etcd__decode_txn_request(const uint8_t *buf, size_t len, struct etcd_txn *out);
 int etcd__decode_txn_response(const uint8_t *buf, size_t len, struct etcd_txn_response *out);
