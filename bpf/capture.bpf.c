@@ -45,7 +45,8 @@ struct conn_key {
 #define CONN_TLS 1
 
 struct conn_state {
-	__u64 offset[2]; /* per enum data_dir */
+	__u64 offset[2];      /* per enum data_dir */
+	__u64 last_write_sig; /* of the last TLS Write; cleared by its write(2) */
 	__u32 flags;
 	__u16 family;
 	__u16 lport;
@@ -378,6 +379,30 @@ static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_st
 	return s.fd;
 }
 
+/* A uprobe whose single-step is interrupted by a signal (Go preempts goroutines with SIGURG)
+ * restarts the probed instruction and fires again: the same call seen twice would duplicate its
+ * bytes. A TLS Write always writes its ciphertext to the socket before the next Write on that
+ * connection can start, and a goroutine's Read RET is always preceded by that Read's entry: so a
+ * second Write with the same stack pointer, goroutine and slice before any write(2) on the
+ * socket, or a second RET of the goroutine before any entry, is the same call. Keyed by socket
+ * and by goroutine, not by thread: goroutines move between threads. */
+struct read_ret_sig {
+	__u64 sp, ip, n;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tls_read_key);
+	__type(value, struct read_ret_sig);
+} last_read_ret SEC(".maps");
+
+static __always_inline __u64 mix(__u64 h, __u64 v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
+
 static __always_inline bool uprobe_wanted(__u32 tgid)
 {
 	return uprobe_any_pid || is_target(tgid);
@@ -391,6 +416,8 @@ int BPF_KPROBE(tls_write)
 	__u64 ino = 0;
 	int fd;
 
+	__u64 sig;
+
 	if (!uprobe_wanted(tgid))
 		return 0;
 	fd = go_conn_fd(ctx->ax, tgid, &st, &ino);
@@ -398,6 +425,12 @@ int BPF_KPROBE(tls_write)
 		count(COUNTER_NO_SOCKET, 1);
 		return 0;
 	}
+	sig = mix(mix(mix(mix(1, ctx->sp), ctx->r14), ctx->bx), ctx->cx);
+	if (st->last_write_sig == sig) {
+		count(COUNTER_DUPLICATE_HITS, 1);
+		return 0;
+	}
+	st->last_write_sig = sig;
 	st->flags |= CONN_TLS;
 	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, ctx->bx, ctx->cx);
 	return 0;
@@ -414,6 +447,8 @@ int BPF_KPROBE(tls_read_entry)
 
 	if (!uprobe_wanted(tgid))
 		return 0;
+	/* This goroutine's next RET is a new one (same key layout as last_read_ret's). */
+	bpf_map_delete_elem(&last_read_ret, &key);
 	fd = go_conn_fd(ctx->ax, tgid, &st, &pr.ino);
 	if (fd < 0 || !st) {
 		count(COUNTER_NO_SOCKET, 1);
@@ -461,9 +496,16 @@ int BPF_KPROBE(tls_read_ret)
 	struct pending_read *pr;
 	struct conn_state *st;
 	__s64 n = (__s64)ctx->ax;
+	struct read_ret_sig sig = { .sp = ctx->sp, .ip = ctx->ip, .n = ctx->ax }, *prev;
 
 	if (!uprobe_wanted(tgid))
 		return 0;
+	prev = bpf_map_lookup_elem(&last_read_ret, &key);
+	if (prev && prev->sp == sig.sp && prev->ip == sig.ip && prev->n == sig.n) {
+		count(COUNTER_DUPLICATE_HITS, 1);
+		return 0;
+	}
+	bpf_map_update_elem(&last_read_ret, &key, &sig, BPF_ANY);
 	pr = bpf_map_lookup_elem(&tls_reads, &key);
 	if (!pr) {
 		if (n > 0 && read_ret_from_spills(ctx, tgid, n) == 0)
@@ -480,17 +522,24 @@ int BPF_KPROBE(tls_read_ret)
 }
 
 /* Plain TCP through syscalls: remember (fd, buf) at entry, copy what the kernel moved at exit. */
-static __always_inline int sys_enter(__s64 fd, __u64 buf)
+static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	struct pending_read pr = { .buf = buf, .fd = (__s32)fd };
 	struct conn_state *st;
 
-	if (!capture_syscalls || !is_target(id >> 32))
+	/* Writes are looked at even without syscall capture: they mark the end of a TLS Write. */
+	if (!is_target(id >> 32) && !(is_write && uprobe_any_pid))
+		return 0;
+	if (!is_write && !capture_syscalls)
 		return 0;
 	st = conn_of_fd(id >> 32, (int)fd, &pr.ino);
-	if (!st || (st->flags & CONN_TLS))
+	if (!st)
+		return 0;
+	if (is_write)
+		st->last_write_sig = 0; /* the ciphertext of the last Write: the next one is new */
+	if (!capture_syscalls || (st->flags & CONN_TLS))
 		return 0;
 	bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
 	return 0;
@@ -537,7 +586,7 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 SEC("tracepoint/syscalls/sys_enter_write")
 int sys_enter_write(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1]);
+	return sys_enter(ctx->args[0], ctx->args[1], true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_write")
@@ -549,7 +598,7 @@ int sys_exit_write(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_sendto")
 int sys_enter_sendto(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1]);
+	return sys_enter(ctx->args[0], ctx->args[1], true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
@@ -561,7 +610,7 @@ int sys_exit_sendto(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_read")
 int sys_enter_read(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1]);
+	return sys_enter(ctx->args[0], ctx->args[1], false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_read")
@@ -573,7 +622,7 @@ int sys_exit_read(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_recvfrom")
 int sys_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1]);
+	return sys_enter(ctx->args[0], ctx->args[1], false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")

@@ -33,6 +33,7 @@ enum capture_counter {
 	COUNTER_TRUNCATED,	/* bytes of calls over MAX_CHUNK * MAX_CHUNKS_PER_CALL */
 	COUNTER_NO_SOCKET,	/* a TLS call whose socket could not be found */
 	COUNTER_READ_UNMATCHED, /* a Read return without its entry (started mid-call) */
+	COUNTER_DUPLICATE_HITS, /* a uprobe hit twice for one call (signal during single-step) */
 	COUNTER_MAX,
 };
 

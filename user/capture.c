@@ -422,7 +422,7 @@ int cmd_capture(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (!opt.tls_only) {
+	{
 		err = util__ensure_tracefs(&tracefs, &mounted);
 		if (err) {
 			fprintf(stderr, "bindtrace: capture: tracefs: %s (see bindtrace --check)\n",
@@ -479,7 +479,9 @@ int cmd_capture(int argc, char **argv)
 		}
 		n_atts++;
 	}
-	if (!opt.tls_only) {
+	/* The syscall programs also tell the TLS probes apart from their own repeats: attached
+	 * even with --tls-only, where capture_syscalls keeps them from emitting. */
+	{
 		bpf_object__for_each_program (prog, st.skel->obj) {
 			if (strncmp(bpf_program__name(prog), "sys_", 4) != 0)
 				continue;
@@ -549,11 +551,13 @@ int cmd_capture(int argc, char **argv)
 	fprintf(stderr,
 		"bindtrace: capture: %llu events; ring buffer drops %llu, truncated "
 		"bytes %llu, "
-		"TLS calls without a socket %llu, Read returns without entry %llu%s\n",
+		"TLS calls without a socket %llu, Read returns without entry %llu, repeated uprobe "
+		"hits ignored %llu%s\n",
 		(unsigned long long)st.events, (unsigned long long)counters[COUNTER_RINGBUF_DROPS],
 		(unsigned long long)counters[COUNTER_TRUNCATED],
 		(unsigned long long)counters[COUNTER_NO_SOCKET],
 		(unsigned long long)counters[COUNTER_READ_UNMATCHED],
+		(unsigned long long)counters[COUNTER_DUPLICATE_HITS],
 		st.stream_table_full ? "; stream table full: some gaps not tracked" : "");
 cleanup:
 	ring_buffer__free(ring);
