@@ -124,7 +124,8 @@ static void sha256_final(struct sha256 *s, char hex[65])
 
 int sha256__file(const char *path, char hex[65], uint64_t *size)
 {
-	static uint8_t buf[1 << 16];
+	const size_t cap = 1 << 16;
+	uint8_t *buf = NULL;
 	struct sha256 s;
 	uint64_t total = 0;
 	ssize_t n;
@@ -133,8 +134,14 @@ int sha256__file(const char *path, char hex[65], uint64_t *size)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* Called from several threads at once: no static buffer. */
+	buf = malloc(cap);
+	if (!buf) {
+		err = -ENOMEM;
+		goto close_fd;
+	}
 	sha256_init(&s);
-	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+	while ((n = read(fd, buf, cap)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -148,6 +155,7 @@ int sha256__file(const char *path, char hex[65], uint64_t *size)
 	if (size)
 		*size = total;
 close_fd:
+	free(buf);
 	close(fd);
 	return err;
 }
@@ -291,12 +299,10 @@ static json_t *go_json(struct go_binary *gb)
 	return j;
 }
 
-void process_identity__read(struct process_identity *id, const char *role, pid_t pid,
-			    const char *exe, const char *path, const char *go_version,
-			    const char *module_version, struct go_binary *gb)
+void process_identity__init(struct process_identity *id, const char *role, pid_t pid,
+			    const char *exe, const char *go_version, const char *module_version,
+			    struct go_binary *gb)
 {
-	int err;
-
 	memset(id, 0, sizeof(*id));
 	util__copy(id->role, sizeof(id->role), role ? role : "");
 	id->pid = pid;
@@ -304,33 +310,59 @@ void process_identity__read(struct process_identity *id, const char *role, pid_t
 	util__copy(id->go_version, sizeof(id->go_version), go_version ? go_version : "");
 	util__copy(id->module_version, sizeof(id->module_version),
 		   module_version ? module_version : "");
+	id->go = gb ? go_json(gb) : NULL;
+	/* libelf's one global, set here on the caller's thread before any _read_file thread. */
+	elf_version(EV_CURRENT);
+}
+
+void process_identity__read_file(struct process_identity *id, const char *path)
+{
+	int err;
+
+	util__copy(id->read_from, sizeof(id->read_from), path);
+	id->why[0] = id->sha256[0] = id->gnu_build_id[0] = id->go_build_id[0] = '\0';
+	id->size = 0;
 	err = sha256__file(path, id->sha256, &id->size);
 	if (err)
 		snprintf(id->why, sizeof(id->why), "read %s: %s", path, strerror(-err));
 	else
 		read_build_ids(id, path);
+}
 
+void process_identity__seal(struct process_identity *id)
+{
+	json_decref(id->detail);
 	id->detail = json_object();
 	json_object_set_new(id->detail, "role", json_string(id->role));
-	json_object_set_new(id->detail, "pid", json_integer(pid));
+	json_object_set_new(id->detail, "pid", json_integer(id->pid));
 	json_object_set_new(id->detail, "path", json_string(id->exe));
-	json_object_set_new(id->detail, "read_from", json_string(path));
+	json_object_set_new(id->detail, "read_from", json_string(id->read_from));
 	json_object_set_new(id->detail, "size", json_integer((json_int_t)id->size));
 	json_object_set_new(id->detail, "sha256", json_string(id->sha256));
 	json_object_set_new(id->detail, "gnu_build_id", json_string(id->gnu_build_id));
 	json_object_set_new(id->detail, "go_build_id", json_string(id->go_build_id));
 	json_object_set_new(id->detail, "go_version", json_string(id->go_version));
 	json_object_set_new(id->detail, "version", json_string(id->module_version));
-	if (gb)
-		json_object_set_new(id->detail, "go", go_json(gb));
+	if (id->go)
+		json_object_set(id->detail, "go", id->go);
 	if (id->why[0])
 		json_object_set_new(id->detail, "unreadable", json_string(id->why));
+}
+
+void process_identity__read(struct process_identity *id, const char *role, pid_t pid,
+			    const char *exe, const char *path, const char *go_version,
+			    const char *module_version, struct go_binary *gb)
+{
+	process_identity__init(id, role, pid, exe, go_version, module_version, gb);
+	process_identity__read_file(id, path);
+	process_identity__seal(id);
 }
 
 void process_identity__clear(struct process_identity *id)
 {
 	json_decref(id->detail);
-	id->detail = NULL;
+	json_decref(id->go);
+	id->detail = id->go = NULL;
 }
 
 int output_file__create(const char *path, bool exclusive)
@@ -925,6 +957,7 @@ void evidence__process(struct evidence *ev, const struct process_identity *id)
 		return;
 	ev->procs = n;
 	n[ev->n_procs] = *id;
+	n[ev->n_procs].go = NULL; /* in detail */
 	json_incref(id->detail);
 	ev->n_procs++;
 }

@@ -34,16 +34,26 @@ struct process_identity {
 	char go_version[64];
 	char module_version[64]; /* k8s.io/kubernetes or go.etcd.io/etcd/server/v3 version */
 	uint64_t size;
-	char sha256[65];	/* hex; "" when the file could not be read */
-	char gnu_build_id[129]; /* hex of NT_GNU_BUILD_ID; "" when absent */
-	char go_build_id[256];	/* the Go build ID note; "" when absent */
-	char why[160];		/* what could not be read, "" when everything was */
-	json_t *detail;		/* binaries.json entry: the above, modules, text base */
+	char sha256[65];		   /* hex; "" when the file could not be read */
+	char gnu_build_id[129];		   /* hex of NT_GNU_BUILD_ID; "" when absent */
+	char go_build_id[256];		   /* the Go build ID note; "" when absent */
+	char why[160];			   /* what could not be read, "" when everything was */
+	char read_from[IDENTITY_PATH_MAX]; /* the file hashed */
+	json_t *go;			   /* Go facts: versions, modules, text base; NULL: none */
+	json_t *detail;			   /* binaries.json entry: all of the above */
 };
 
-/* Fill id from the file at path (read through /proc/PID/exe for a live process) and from gb
- * (may be NULL: no Go facts then). Never fails: what cannot be read is said in id->why. Release
- * id->detail with process_identity__clear(). */
+/* The identity in three steps, so the slow one (hashing a 100 MB binary) can run on another
+ * thread: _init takes what the tracer knows and the Go facts from gb (which may be NULL, or
+ * closed right after); _read_file hashes and reads the build IDs of the file at path (read
+ * through /proc/PID/exe for a live process), touching only id's plain fields; _seal builds
+ * id->detail. What cannot be read is said in id->why. _read does all three. Release with
+ * process_identity__clear(). */
+void process_identity__init(struct process_identity *id, const char *role, pid_t pid,
+			    const char *exe, const char *go_version, const char *module_version,
+			    struct go_binary *gb);
+void process_identity__read_file(struct process_identity *id, const char *path);
+void process_identity__seal(struct process_identity *id);
 void process_identity__read(struct process_identity *id, const char *role, pid_t pid,
 			    const char *exe, const char *path, const char *go_version,
 			    const char *module_version, struct go_binary *gb);

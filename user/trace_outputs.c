@@ -1,7 +1,12 @@
 /* The file outputs of the bind tracer: routes what the tracer sees to --perfetto (perfetto.c),
  * --evidence (evidence.c) and --report (report.c), and reads each traced binary's identity
- * once for the two that cite it. Each output is off unless its option is given. */
+ * once for the two that cite it. Each output is off unless its option is given.
+ *
+ * Hashing the binaries (some 200 MB for a control plane) runs on a thread per process from
+ * trace_outputs__process() on, so attaching is not delayed; the first bind written waits for
+ * what is not done yet. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +20,22 @@
  * the evidence rings keep events; --linger adds to it. */
 #define OUTPUTS_RETENTION_NS (12ull * 1000000000ull)
 
+struct pending_identity {
+	struct process_identity id;
+	char exe_path[64]; /* /proc/PID/exe */
+	pthread_t thread;
+	bool running;	 /* thread started, not joined */
+	bool registered; /* handed to the outputs */
+};
+
 struct trace_outputs {
 	const struct trace_options *opt;
 	int64_t wall_offset_ns;
 	struct perfetto *perfetto;
 	struct evidence *evidence;
 	struct report *report;
+	struct pending_identity **identities;
+	int n_identities;
 	int errors;
 };
 
@@ -70,12 +85,45 @@ static int role_sort_index(const char *role)
 	return 4;
 }
 
+static void *identity_thread(void *arg)
+{
+	struct pending_identity *p = arg;
+
+	/* The file the process runs, even if its path now names another; else that path. */
+	process_identity__read_file(&p->id, p->exe_path);
+	if (p->id.why[0] && p->id.exe[0])
+		process_identity__read_file(&p->id, p->id.exe);
+	return NULL;
+}
+
+/* Wait for the identities still being read and hand them to the outputs. */
+static void identities__register(struct trace_outputs *o)
+{
+	int i;
+
+	for (i = 0; i < o->n_identities; i++) {
+		struct pending_identity *p = o->identities[i];
+
+		if (p->registered)
+			continue;
+		if (p->running) {
+			pthread_join(p->thread, NULL);
+			p->running = false;
+		}
+		process_identity__seal(&p->id);
+		if (o->evidence)
+			evidence__process(o->evidence, &p->id);
+		if (o->report)
+			report__process(o->report, &p->id);
+		p->registered = true;
+	}
+}
+
 void trace_outputs__process(struct trace_outputs *o, const char *role, pid_t pid, const char *exe,
 			    const char *go_version, const char *module_version,
 			    struct go_binary *gb)
 {
-	struct process_identity id;
-	char path[64];
+	struct pending_identity **v, *p;
 
 	if (!o)
 		return;
@@ -83,18 +131,21 @@ void trace_outputs__process(struct trace_outputs *o, const char *role, pid_t pid
 		perfetto__process(o->perfetto, pid, role, role_sort_index(role));
 	if (!o->evidence && !o->report)
 		return;
-	/* The file the process runs, even if the path now names another. */
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	process_identity__read(&id, role, pid, exe, path, go_version, module_version, gb);
-	if (id.why[0] && exe && exe[0]) {
-		process_identity__clear(&id);
-		process_identity__read(&id, role, pid, exe, exe, go_version, module_version, gb);
-	}
-	if (o->evidence)
-		evidence__process(o->evidence, &id);
-	if (o->report)
-		report__process(o->report, &id);
-	process_identity__clear(&id);
+	v = realloc(o->identities, (size_t)(o->n_identities + 1) * sizeof(*v));
+	if (!v)
+		return;
+	o->identities = v;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	o->identities[o->n_identities++] = p;
+	/* The Go facts now: gb may be closed once this returns. */
+	process_identity__init(&p->id, role, pid, exe, go_version, module_version, gb);
+	snprintf(p->exe_path, sizeof(p->exe_path), "/proc/%d/exe", (int)pid);
+	if (pthread_create(&p->thread, NULL, identity_thread, p) == 0)
+		p->running = true;
+	else
+		identity_thread(p);
 }
 
 void trace_outputs__data(struct trace_outputs *o, const struct actor *who,
@@ -122,6 +173,7 @@ void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 {
 	if (!o)
 		return;
+	identities__register(o);
 	if (o->perfetto)
 		perfetto__bind(o->perfetto, t);
 	if (o->evidence && evidence__bind(o->evidence, t))
@@ -136,6 +188,7 @@ int trace_outputs__finish(struct trace_outputs *o)
 
 	if (!o)
 		return 0;
+	identities__register(o);
 	if (o->perfetto) {
 		e = perfetto__close(o->perfetto);
 		o->perfetto = NULL;
@@ -152,8 +205,17 @@ int trace_outputs__finish(struct trace_outputs *o)
 
 void trace_outputs__free(struct trace_outputs *o)
 {
+	int i;
+
 	if (!o)
 		return;
+	for (i = 0; i < o->n_identities; i++) {
+		if (o->identities[i]->running)
+			pthread_join(o->identities[i]->thread, NULL);
+		process_identity__clear(&o->identities[i]->id);
+		free(o->identities[i]);
+	}
+	free(o->identities);
 	perfetto__close(o->perfetto);
 	evidence__close(o->evidence);
 	report__close(o->report);
