@@ -138,6 +138,35 @@ static const char *actor_name(const struct actor *a)
 	return a->comm[0] ? a->comm : "?";
 }
 
+/* Which processes each leg is between, by design: names the legs even when a stage is missing. */
+static const struct {
+	enum process_role from, to;
+} leg_roles[LEG_MAX] = {
+	[LEG_SCHEDULER_TO_APISERVER] = { ROLE_SCHEDULER, ROLE_APISERVER },
+	[LEG_APISERVER_TO_ETCD_TXN] = { ROLE_APISERVER, ROLE_APISERVER },
+	[LEG_TXN_TO_ETCD] = { ROLE_APISERVER, ROLE_ETCD },
+	[LEG_ETCD_COMMIT] = { ROLE_ETCD, ROLE_ETCD },
+	[LEG_WAL_FSYNC] = { ROLE_ETCD, ROLE_ETCD },
+	[LEG_ETCD_TO_WATCH] = { ROLE_ETCD, ROLE_APISERVER },
+	[LEG_APISERVER_RESPOND] = { ROLE_ETCD, ROLE_APISERVER },
+	[LEG_APISERVER_TO_SCHEDULER] = { ROLE_APISERVER, ROLE_SCHEDULER },
+	[LEG_TOTAL] = { ROLE_SCHEDULER, ROLE_SCHEDULER },
+	[LEG_WATCH_FANOUT] = { ROLE_APISERVER, ROLE_APISERVER },
+	[LEG_WATCH_DELIVERY] = { ROLE_APISERVER, ROLE_WATCHER },
+};
+
+/* "kube-scheduler → kube-apiserver", or "kube-apiserver" for a leg within one process. */
+static void leg_between(char *out, size_t cap, enum leg_id leg, bool arrow_only)
+{
+	const char *a = process_role__name(leg_roles[leg].from);
+	const char *b = process_role__name(leg_roles[leg].to);
+
+	if (leg_roles[leg].from == leg_roles[leg].to)
+		snprintf(out, cap, "%s%s", arrow_only ? "in " : "", a);
+	else
+		snprintf(out, cap, "%s \xe2\x86\x92 %s", a, b);
+}
+
 /* A watcher's short name: its user agent's program ("kubectl"), else its address. */
 static void watcher_name(char *out, size_t cap, const struct watcher *w)
 {
@@ -239,13 +268,8 @@ static void svg_label(const struct bind_timeline *t, const struct bind_leg *l, c
 
 			snprintf(sub + n, cap - n, " (%s)", w->sent.who.raddr);
 		}
-	} else if (!l->seen) {
-		snprintf(sub, cap, "%s \xe2\x86\x92 %s", l->from_name, l->to_name);
-	} else if (l->leg == LEG_WAL_FSYNC || l->from->who.pid == l->to->who.pid) {
-		snprintf(sub, cap, "in %s", actor_name(bind_leg__owner(l)));
 	} else {
-		snprintf(sub, cap, "%s \xe2\x86\x92 %s", actor_name(&l->from->who),
-			 actor_name(&l->to->who));
+		leg_between(sub, cap, l->leg, true);
 	}
 }
 
@@ -543,35 +567,60 @@ static void md_who(FILE *out, const struct actor *a)
 }
 
 /* A GitHub link to the cited line when the file is in the kubernetes repository. */
+static void md_link(FILE *out, const char *tag, const char *dir, const char *rest, int line)
+{
+	fputs(" — [source at ", out);
+	fprint_md(out, tag);
+	fputs("](https://github.com/kubernetes/kubernetes/blob/", out);
+	fprint_md(out, tag);
+	fputc('/', out);
+	fputs(dir, out);
+	fprint_md(out, rest);
+	fprintf(out, "#L%d)", line);
+}
+
+/* A GitHub link to the cited line when the file is in the kubernetes repository: pclntab paths
+ * are "k8s.io/kubernetes@v1.33.13/pkg/..." in a -trimpath module build, "k8s.io/kubernetes/..."
+ * in others; staging modules (client-go...) live in the same repository at the same tag. */
 static void md_source_link(FILE *out, const char *file, int line, const char *version)
 {
-	static const char k8s[] = "k8s.io/kubernetes/";
-	const char *staged = NULL;
+	static const char *const staging[] = { "client-go",	   "api",
+					       "apimachinery",	   "apiserver",
+					       "component-base",   "kube-scheduler",
+					       "component-helpers" };
+	static const char k8s[] = "k8s.io/kubernetes";
+	char tag[64], dir[64];
+	const char *rest;
+	size_t i, n;
 
-	if (!version[0] || version[0] != 'v' || strchr(file, '@'))
+	if (strncmp(file, "k8s.io/", 7) || version[0] != 'v')
 		return;
-	if (!strncmp(file, k8s, sizeof(k8s) - 1)) {
-		fprintf(out, " — [source at %s](https://github.com/kubernetes/kubernetes/blob/",
-			version);
-		fprint_md(out, version);
-		fputc('/', out);
-		fprint_md(out, file + sizeof(k8s) - 1);
-		fprintf(out, "#L%d)", line);
+	if (!strncmp(file, k8s, sizeof(k8s) - 1) &&
+	    (file[sizeof(k8s) - 1] == '/' || file[sizeof(k8s) - 1] == '@')) {
+		rest = file + sizeof(k8s) - 1;
+		util__copy(tag, sizeof(tag), version);
+		if (*rest == '@') {
+			/* The version the path itself records. */
+			n = strcspn(rest + 1, "/");
+			if (n + 1 > sizeof(tag) || !rest[1 + n])
+				return;
+			memcpy(tag, rest + 1, n);
+			tag[n] = '\0';
+			rest += 1 + n;
+		}
+		md_link(out, tag, "", rest + 1, line);
 		return;
 	}
-	/* Staging modules live in the same repository at the same tag. */
-	if (!strncmp(file, "k8s.io/client-go/", 17) || !strncmp(file, "k8s.io/api/", 11) ||
-	    !strncmp(file, "k8s.io/apimachinery/", 20) || !strncmp(file, "k8s.io/apiserver/", 17) ||
-	    !strncmp(file, "k8s.io/component-base/", 22) ||
-	    !strncmp(file, "k8s.io/kube-scheduler/", 22))
-		staged = file;
-	if (staged) {
-		fprintf(out, " — [source at %s](https://github.com/kubernetes/kubernetes/blob/",
-			version);
-		fprint_md(out, version);
-		fputs("/staging/src/", out);
-		fprint_md(out, staged);
-		fprintf(out, "#L%d)", line);
+	for (i = 0; i < sizeof(staging) / sizeof(staging[0]); i++) {
+		n = strlen(staging[i]);
+		if (strncmp(file + 7, staging[i], n) || (file[7 + n] != '/' && file[7 + n] != '@'))
+			continue;
+		rest = strchr(file + 7 + n, '/');
+		if (!rest)
+			return;
+		snprintf(dir, sizeof(dir), "staging/src/k8s.io/%s/", staging[i]);
+		md_link(out, version, dir, rest + 1, line);
+		return;
 	}
 }
 
@@ -588,33 +637,21 @@ static void md_arrows(FILE *out, const char *s)
 	}
 }
 
-/* "**kube-scheduler → kube-apiserver**, ": who the leg is between, as far as it is known. */
+/* "**kube-scheduler → kube-apiserver**, ": who the leg is between. */
 static void md_leg_heading(FILE *out, const struct bind_timeline *t, const struct bind_leg *l)
 {
-	const char *a = l->from->seen ? actor_name(&l->from->who) : "?";
-	const char *b = l->to->seen ? actor_name(&l->to->who) : "?";
-	char wn[96];
+	char buf[96];
 
-	if (l->watcher >= 0) {
-		watcher_name(wn, sizeof(wn), &t->watchers[l->watcher]);
-		fputs("**", out);
-		if (l->leg == LEG_WATCH_FANOUT) {
-			fputs("kube-apiserver**, for watcher **", out);
-		} else {
-			fputs("kube-apiserver → ", out);
-		}
-		fprint_md(out, wn);
-		fputs("**, ", out);
-		return;
-	}
-	if (!l->from->seen && !l->to->seen)
-		return;
 	fputs("**", out);
-	fprint_md(out, a);
-	if (l->leg != LEG_WAL_FSYNC &&
-	    (!l->from->seen || !l->to->seen || l->from->who.pid != l->to->who.pid)) {
-		fputs(" → ", out);
-		fprint_md(out, b);
+	if (l->watcher >= 0) {
+		watcher_name(buf, sizeof(buf), &t->watchers[l->watcher]);
+		fputs(l->leg == LEG_WATCH_FANOUT ? "kube-apiserver**, for watcher **"
+						 : "kube-apiserver → ",
+		      out);
+		fprint_md(out, buf);
+	} else {
+		leg_between(buf, sizeof(buf), l->leg, false);
+		fputs(buf, out);
 	}
 	fputs("**, ", out);
 }
@@ -1039,7 +1076,7 @@ void report__process(struct report *r, const struct process_identity *id)
 		return;
 	r->procs = n;
 	n[r->n_procs] = *id;
-	n[r->n_procs].detail = NULL; /* not used here */
+	n[r->n_procs].detail = n[r->n_procs].go = NULL; /* not used here */
 	r->n_procs++;
 }
 
