@@ -5,7 +5,7 @@
  * evidence has its files with modes 0600/0700, parses, and holds no planted secret; the report
  * cites the line and each leg; the SVG is well-formed with a bar per leg; unwritable paths fail
  * cleanly. With BINDTRACE_TEST_REPORT=FILE the complete bind's report is left at FILE (and
- * FILE.svg) for tests/probe/test-outputs to render. */
+ * FILE.svg) for tests/probe/test-outputs to render; BINDTRACE_TEST_KEEP=1 keeps all files. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -870,6 +870,50 @@ static void check_report(const char *md, const char *svg)
 	free(text);
 }
 
+/* Source links for the paths a -trimpath module build records. */
+static void check_links(void)
+{
+	struct bind_timeline *t = calloc(1, sizeof(*t));
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	complete_bind(t);
+	snprintf(t->citation.frames[1].file, sizeof(t->citation.frames[1].file),
+		 "k8s.io/kubernetes@v1.33.13/pkg/scheduler/framework/plugins/defaultbinder/"
+		 "default_binder.go");
+	t->citation.frames[1].line = 58;
+	f = open_memstream(&text, &len);
+	CHECK_INT(report__write_markdown(f, t, NULL, NULL, 0, 0), 0);
+	fclose(f);
+	CHECK(strstr(text, "(https://github.com/kubernetes/kubernetes/blob/v1.33.13/pkg/scheduler/"
+			   "framework/plugins/defaultbinder/default_binder.go#L58)") != NULL,
+	      "module@version path linked");
+	free(text);
+
+	t->citation.cited = 0;
+	snprintf(t->citation.frames[0].file, sizeof(t->citation.frames[0].file),
+		 "k8s.io/client-go@v0.33.13/kubernetes/typed/core/v1/pod_expansion.go");
+	t->citation.frames[0].line = 49;
+	f = open_memstream(&text, &len);
+	report__write_markdown(f, t, NULL, NULL, 0, 0);
+	fclose(f);
+	CHECK(strstr(text,
+		     "(https://github.com/kubernetes/kubernetes/blob/v1.33.13/staging/src/"
+		     "k8s.io/client-go/kubernetes/typed/core/v1/pod_expansion.go#L49)") != NULL,
+	      "staging module linked at the kubernetes tag");
+	free(text);
+
+	snprintf(t->citation.frames[0].file, sizeof(t->citation.frames[0].file),
+		 "github.com/x/y@v1.0.0/z.go");
+	f = open_memstream(&text, &len);
+	report__write_markdown(f, t, NULL, NULL, 0, 0);
+	fclose(f);
+	CHECK(strstr(text, "[source at") == NULL, "no link outside kubernetes");
+	free(text);
+	free(t);
+}
+
 static void check_errors(void)
 {
 	struct trace_options opt = {};
@@ -1217,12 +1261,13 @@ int main(void)
 		free(md);
 		check_svg(path_in("pending.md.svg"));
 	}
+	check_links();
 	check_errors();
 	check_identity();
 	check_fixtures();
 
 	free(t);
-	if (!check_failed)
+	if (!check_failed && !getenv("BINDTRACE_TEST_KEEP"))
 		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	else
 		fprintf(stderr, "test_outputs: files kept in %s\n", tmp);
