@@ -20,11 +20,15 @@
 #include "timeline.h"
 #include "util.h"
 
-/* Bounds of what is kept: per connection, the most recent events within the retention time. */
+/* Bounds of what is kept: per connection, the most recent events within the retention time, and
+ * in all at most EV_DATA_TOTAL data events (32 bytes each) and EV_MSG_BYTES messages: past
+ * those, a connection that adds gives up its own oldest first. */
 #define EV_MAX_CONNS 512
 #define EV_HASH_BITS 10
-#define EV_DATA_PER_CONN 4096
-#define EV_MSGS_PER_CONN 512
+#define EV_DATA_PER_CONN 16384
+#define EV_MSGS_PER_CONN 4096
+#define EV_DATA_TOTAL (1u << 20)
+#define EV_MSG_BYTES (64u << 20)
 #define EV_FSYNCS 2048
 #define EV_MSG_JSON_MAX 8192
 
@@ -494,7 +498,9 @@ struct evidence {
 	struct ring fsyncs;
 	struct process_identity *procs;
 	int n_procs;
-	bool failed; /* a write failed: said once */
+	size_t data_total; /* data events held, all connections */
+	size_t msg_bytes;  /* memory of the messages held */
+	bool failed;	   /* a write failed: said once */
 };
 
 static unsigned int conn_hash(pid_t pid, uint64_t conn)
@@ -503,18 +509,33 @@ static unsigned int conn_hash(pid_t pid, uint64_t conn)
 			      (64 - EV_HASH_BITS));
 }
 
-static void msg_entry__release(struct msg_entry *m)
+static size_t msg_entry__bytes(const struct msg_entry *m)
 {
-	free(m->subject);
-	free(m->json);
+	return sizeof(*m) + (m->json ? strlen(m->json) + 1 : 0) +
+	       (m->subject ? strlen(m->subject) + 1 : 0);
 }
 
-static void conn_log__reset(struct conn_log *c)
+static void conn_log__pop_data(struct evidence *ev, struct conn_log *c)
 {
-	size_t i;
+	ring__pop(&c->data);
+	ev->data_total--;
+}
 
-	for (i = 0; i < c->msgs.n; i++)
-		msg_entry__release(ring__at(&c->msgs, i));
+static void conn_log__pop_msg(struct evidence *ev, struct conn_log *c)
+{
+	struct msg_entry *m = ring__at(&c->msgs, 0);
+
+	ev->msg_bytes -= msg_entry__bytes(m);
+	free(m->subject);
+	free(m->json);
+	ring__pop(&c->msgs);
+}
+
+static void conn_log__reset(struct evidence *ev, struct conn_log *c)
+{
+	while (c->msgs.n)
+		conn_log__pop_msg(ev, c);
+	ev->data_total -= c->data.n;
 	free(c->data.v);
 	free(c->msgs.v);
 	memset(c, 0, sizeof(*c));
@@ -562,7 +583,7 @@ static struct conn_log *conn_log__get(struct evidence *ev, const struct actor *w
 	c = &ev->conns[victim];
 	if (c->used) {
 		conn_log__unlink(ev, victim);
-		conn_log__reset(c);
+		conn_log__reset(ev, c);
 	}
 	c->used = true;
 	c->pid = who->pid;
@@ -579,17 +600,17 @@ static struct conn_log *conn_log__get(struct evidence *ev, const struct actor *w
 	return c;
 }
 
-/* Drop what is older than the retention, and the oldest when full. */
+/* Drop what is older than the retention, and the oldest when full or over the totals. */
 static void conn_log__trim(struct evidence *ev, struct conn_log *c, uint64_t now)
 {
 	uint64_t horizon = now > ev->retention_ns ? now - ev->retention_ns : 0;
 
-	while (c->data.n && (c->data.n == c->data.max || ring__time(&c->data, 0) < horizon))
-		ring__pop(&c->data);
-	while (c->msgs.n && (c->msgs.n == c->msgs.max || ring__time(&c->msgs, 0) < horizon)) {
-		msg_entry__release(ring__at(&c->msgs, 0));
-		ring__pop(&c->msgs);
-	}
+	while (c->data.n && (c->data.n == c->data.max || ev->data_total >= EV_DATA_TOTAL ||
+			     ring__time(&c->data, 0) < horizon))
+		conn_log__pop_data(ev, c);
+	while (c->msgs.n && (c->msgs.n == c->msgs.max || ev->msg_bytes >= EV_MSG_BYTES ||
+			     ring__time(&c->msgs, 0) < horizon))
+		conn_log__pop_msg(ev, c);
 }
 
 /* ---- Messages as JSON ---- */
@@ -880,7 +901,13 @@ static const char readme[] =
     "  version; check the binary with `sha256sum`, `readelf -n` and `go version -m`.\n"
     "\n"
     "Wall-clock offset of this run (wall ns = mono ns + offset): see `wall_offset_ns` in each\n"
-    "bind's `kernel.jsonl` header line.\n";
+    "bind's `kernel.jsonl` header line.\n"
+    "\n"
+    "bindtrace keeps recent events per connection in bounded memory (about the last 12 s plus\n"
+    "--linger, at most 16384 data events and 4096 messages per connection, 1M data events and\n"
+    "64 MB of messages in all). On a very busy connection the oldest go first: a stage whose\n"
+    "events were pushed out has fewer lines here, and a message whose chunks were has\n"
+    "`\"offsets\": null`. Nothing listed is invented.\n";
 
 struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_t retention_ns)
 {
@@ -972,6 +999,7 @@ void evidence__data(struct evidence *ev, const struct actor *who, const struct d
 	d = ring__push(&c->data);
 	if (!d)
 		return;
+	ev->data_total++;
 	d->ts_ns = e->hdr.ts_ns;
 	d->offset = e->offset;
 	d->len = e->len;
@@ -1024,6 +1052,7 @@ void evidence__message(struct evidence *ev, const struct actor *who, const struc
 		m->json = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
 	}
+	ev->msg_bytes += msg_entry__bytes(m);
 }
 
 void evidence__fsync(struct evidence *ev, const struct actor *who, const struct fsync_event *e,
@@ -1160,14 +1189,26 @@ static json_t *stage_label(const struct stage_ref *r)
 static void collect_messages(struct evidence *ev, const struct bind_timeline *t,
 			     const struct stage_ref *refs, int n_refs, struct lines *out)
 {
-	int r, k;
+	struct conn_log *conns[STAGE_MAX + 2 * BIND_MAX_WATCHERS];
+	int r, k, n_conns = 0;
 	size_t i;
 
-	for (k = 0; k < EV_MAX_CONNS; k++) {
-		struct conn_log *c = &ev->conns[k];
+	/* Only the connections the stages name: a bind costs its own messages, not the table. */
+	for (r = 0; r < n_refs; r++) {
+		const struct stage *st = refs[r].st;
+		struct conn_log *c;
 
-		if (!c->used)
+		if (!st->seen || refs[r].dir < 0 || !st->who.conn)
 			continue;
+		c = conn_log__find(ev, st->who.pid, st->who.conn);
+		for (k = 0; c && k < n_conns && conns[k] != c; k++)
+			;
+		if (c && k == n_conns)
+			conns[n_conns++] = c;
+	}
+	for (k = 0; k < n_conns; k++) {
+		struct conn_log *c = conns[k];
+
 		for (i = 0; i < c->msgs.n; i++) {
 			const struct msg_entry *m = ring__at(&c->msgs, i);
 			json_t *stages = NULL, *j, *msg, *off;
@@ -1473,7 +1514,7 @@ void evidence__close(struct evidence *ev)
 		return;
 	for (i = 0; i < EV_MAX_CONNS; i++)
 		if (ev->conns[i].used)
-			conn_log__reset(&ev->conns[i]);
+			conn_log__reset(ev, &ev->conns[i]);
 	for (i = 0; i < ev->n_procs; i++)
 		json_decref(ev->procs[i].detail);
 	free(ev->procs);
