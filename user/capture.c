@@ -33,6 +33,7 @@ struct capture_options {
 	const char *exes[MAX_EXES];
 	int n_exes;
 	bool json;
+	bool fsync;
 	bool tls_only;
 	bool no_tls;
 	unsigned long duration_s;
@@ -71,6 +72,7 @@ enum {
 	OPT_NO_TLS,
 	OPT_RINGBUF,
 	OPT_MAX_PRINT,
+	OPT_FSYNC,
 };
 
 static const struct argp_option capture_argp_options[] = {
@@ -82,6 +84,8 @@ static const struct argp_option capture_argp_options[] = {
 	{ "json", 'j', NULL, 0, "One JSON object per event (data in base64)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C)", 0 },
 	{ "tls-only", OPT_TLS_ONLY, NULL, 0, "Only crypto/tls plaintext, no plaintext TCP", 0 },
+	{ "fsync", OPT_FSYNC, NULL, 0,
+	  "Also time the processes' fsync/fdatasync calls (etcd's WAL commits)", 0 },
 	{ "no-tls", OPT_NO_TLS, NULL, 0,
 	  "Only plaintext TCP from syscalls (for programs without Go crypto/tls)", 0 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
@@ -140,6 +144,9 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_TLS:
 		opt->no_tls = true;
+		break;
+	case OPT_FSYNC:
+		opt->fsync = true;
 		break;
 	case OPT_RINGBUF:
 		if (util__parse_ulong(arg, 4096, 1ul << 30, &v) || (v & (v - 1)))
@@ -250,6 +257,30 @@ static void print_json_string(const char *s)
 	putchar('"');
 }
 
+static void on_fsync(struct capture_state *st, const struct fsync_event *e)
+{
+	char link[64], path[512] = "";
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%u/fd/%d", e->hdr.pid, e->fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	path[n > 0 ? n : 0] = '\0';
+	if (st->opt->json) {
+		printf("{\"event\":\"%s\",\"ts_ns\":%llu,\"start_ns\":%llu,\"pid\":%u,\"tid\":%u,"
+		       "\"fd\":%d,\"file\":",
+		       e->datasync ? "fdatasync" : "fsync", (unsigned long long)e->hdr.ts_ns,
+		       (unsigned long long)e->start_ns, e->hdr.pid, e->hdr.tid, e->fd);
+		print_json_string(path);
+		printf(",\"ret\":%lld}\n", (long long)e->ret);
+		return;
+	}
+	printf("%llu.%06llu %u/%.16s %s fd %d %s %.3f ms%s\n",
+	       (unsigned long long)(e->start_ns / 1000000000ull),
+	       (unsigned long long)(e->start_ns % 1000000000ull / 1000), e->hdr.pid, e->hdr.comm,
+	       e->datasync ? "fdatasync" : "fsync", e->fd, path,
+	       (double)(e->hdr.ts_ns - e->start_ns) / 1e6, e->ret ? " (failed)" : "");
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct capture_state *st = ctx;
@@ -260,6 +291,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	uint64_t missed;
 	size_t shown;
 
+	if (size >= sizeof(struct fsync_event) && e->hdr.type == EVENT_FSYNC) {
+		st->events++;
+		on_fsync(st, data);
+		return 0;
+	}
 	if (size < sizeof(*e) || e->hdr.type != EVENT_DATA || e->len > size - sizeof(*e))
 		return 0;
 	st->events++;
@@ -350,11 +386,14 @@ static void read_counters(struct capture_bpf *skel, uint64_t out[COUNTER_MAX])
 	free(values);
 }
 
-static int add_target(struct capture_bpf *skel, pid_t pid)
+static int add_target(struct capture_bpf *skel, pid_t pid, bool fsync)
 {
 	__u32 key = (__u32)pid;
 	__u8 one = 1;
 
+	if (fsync)
+		bpf_map__update_elem(skel->maps.fsync_targets, &key, sizeof(key), &one, sizeof(one),
+				     BPF_ANY);
 	return bpf_map__update_elem(skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
 				    BPF_ANY);
 }
@@ -379,7 +418,7 @@ static void scan_exe_processes(struct capture_state *st, const struct stat *exe_
 			snprintf(path, sizeof(path), "/proc/%d/exe", found[i].pid);
 			if (stat(path, &pst) == 0 && pst.st_dev == exe_st[e].st_dev &&
 			    pst.st_ino == exe_st[e].st_ino)
-				add_target(st->skel, found[i].pid);
+				add_target(st->skel, found[i].pid, st->opt->fsync);
 		}
 	}
 	free(found);
@@ -458,7 +497,7 @@ int cmd_capture(int argc, char **argv)
 		goto cleanup;
 	}
 	for (i = 0; i < opt.n_pids; i++) {
-		add_target(st.skel, opt.pids[i]);
+		add_target(st.skel, opt.pids[i], opt.fsync);
 		if (opt.no_tls)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/exe", opt.pids[i]);
@@ -483,7 +522,11 @@ int cmd_capture(int argc, char **argv)
 	 * even with --tls-only, where capture_syscalls keeps them from emitting. */
 	{
 		bpf_object__for_each_program (prog, st.skel->obj) {
-			if (strncmp(bpf_program__name(prog), "sys_", 4) != 0)
+			const char *name = bpf_program__name(prog);
+
+			if (strncmp(name, "sys_", 4) != 0 &&
+			    !(opt.fsync && (strncmp(name, "fdatasync_", 10) == 0 ||
+					    strncmp(name, "fsync_", 6) == 0)))
 				continue;
 			tp_links[n_tp] = bpf_program__attach(prog);
 			if (!tp_links[n_tp]) {

@@ -324,8 +324,6 @@ static void on_binding_request(struct correlator *c, const struct actor *who,
 		if (msg->body.k8s.meta.uid[0])
 			util__copy(b->t.uid, sizeof(b->t.uid), msg->body.k8s.meta.uid);
 	}
-	if (msg->unreliable)
-		b->t.gap = true;
 }
 
 static void on_binding_response(struct correlator *c, const struct actor *who,
@@ -347,12 +345,15 @@ static void on_binding_response(struct correlator *c, const struct actor *who,
 		  msg->ts_last_ns, msg->stream_id);
 	if (msg->http.status)
 		b->t.status_code = msg->http.status;
+	/* :status 201 is no static HPACK entry: on a connection met mid-way it can be unknown.
+	 * The Status object in the body says it too. */
+	if (!b->t.status_code && msg->body_kind == BODY_K8S &&
+	    msg->body.k8s.kind == K8S_KIND_STATUS && msg->body.k8s.status.code)
+		b->t.status_code = msg->body.k8s.status.code;
 	if (msg->body_kind == BODY_K8S && msg->body.k8s.kind == K8S_KIND_STATUS)
 		util__copy(b->t.status_reason, sizeof(b->t.status_reason),
 			   msg->body.k8s.status.reason[0] ? msg->body.k8s.status.reason
 							  : msg->body.k8s.status.status);
-	if (msg->unreliable)
-		b->t.gap = true;
 	b->responded = true;
 	/* Close once the side that answers last was seen, or the other when that one is not
 	 * traced; the watch events that follow get the linger. */
@@ -362,9 +363,13 @@ static void on_binding_response(struct correlator *c, const struct actor *who,
 		b->close_after_ns = msg->ts_last_ns + 10 * c->opt.linger_ns;
 }
 
-/* The scheduler found no node: it patches the pod's status with PodScheduled=False. */
-static void on_status_patch(struct correlator *c, const struct actor *who,
-			    const struct decoded_msg *msg, const char *ns, const char *name)
+/* The scheduler found no node: it patches the pod's status with PodScheduled=False. The request
+ * opens the entry; the apiserver's answer (the patched Pod) closes it, and opens it when the
+ * request could not be read (its :method and :path came from HPACK entries made before bindtrace
+ * attached). */
+static void on_unschedulable(struct correlator *c, const struct actor *who,
+			     const struct decoded_msg *msg, const char *ns, const char *name,
+			     bool response)
 {
 	const struct k8s_pod *pod;
 	struct open_bind *b;
@@ -379,10 +384,16 @@ static void on_status_patch(struct correlator *c, const struct actor *who,
 		return;
 	b->t.result = BIND_RESULT_UNSCHEDULABLE;
 	util__copy(b->t.status_reason, sizeof(b->t.status_reason), pod->scheduled_reason);
-	set_stage(&b->t.stages[STAGE_BIND_REQUEST], who, msg->ts_first_ns, msg->ts_first_ns,
-		  msg->ts_last_ns, msg->stream_id);
-	b->responded = true;
-	b->close_after_ns = msg->ts_last_ns + c->opt.linger_ns;
+	if (!b->t.stages[STAGE_BIND_REQUEST].seen || !response)
+		set_stage(&b->t.stages[STAGE_BIND_REQUEST], who, msg->ts_first_ns,
+			  msg->ts_first_ns, msg->ts_last_ns, msg->stream_id);
+	if (response) {
+		b->t.status_code = msg->http.status ? msg->http.status : 200;
+		b->responded = true;
+		b->close_after_ns = msg->ts_last_ns + c->opt.linger_ns;
+	} else if (b->close_after_ns > msg->ts_last_ns + 10 * c->opt.linger_ns) {
+		b->close_after_ns = msg->ts_last_ns + 10 * c->opt.linger_ns;
+	}
 }
 
 static void on_http(struct correlator *c, const struct actor *who, const struct decoded_msg *msg)
@@ -408,10 +419,17 @@ static void on_http(struct correlator *c, const struct actor *who, const struct 
 			on_binding_response(c, who, msg, ns, name);
 		return;
 	}
-	if (request && who->role == ROLE_SCHEDULER &&
-	    (strcmp(msg->http.method, "PATCH") == 0 || strcmp(msg->http.method, "PUT") == 0) &&
-	    parse_pod_path(msg->http.path, "status", ns, sizeof(ns), name, sizeof(name)))
-		on_status_patch(c, who, msg, ns, name);
+	if (who->role != ROLE_SCHEDULER || strcmp(msg->http.method, "GET") == 0 ||
+	    strcmp(msg->http.method, "POST") == 0)
+		return;
+	if (parse_pod_path(msg->http.path, "status", ns, sizeof(ns), name, sizeof(name))) {
+		on_unschedulable(c, who, msg, ns, name, !request);
+	} else if (!msg->http.path[0] && msg->body_kind == BODY_K8S &&
+		   msg->body.k8s.kind == K8S_KIND_POD && msg->body.k8s.meta.name[0]) {
+		/* Method and path unknown: the Pod in the body names it. */
+		on_unschedulable(c, who, msg, msg->body.k8s.meta.namespace, msg->body.k8s.meta.name,
+				 !request);
+	}
 }
 
 static bool is_pod_key(const char *key)

@@ -188,6 +188,8 @@ void timeline__print(FILE *out, const struct bind_timeline *t, int64_t wall_offs
 			continue;
 		print_stage(out, stage__name((enum stage_id)s), st, t0, extra);
 	}
+	if (t->n_watchers)
+		fprintf(out, "  watchers (MODIFIED at revision %lld):\n", (long long)t->revision);
 	for (w = 0; w < t->n_watchers; w++) {
 		const struct watcher *wa = &t->watchers[w];
 
@@ -275,6 +277,8 @@ void timeline__print_json(FILE *out, const struct bind_timeline *t, int64_t wall
 		json_object_set_new(wo, "watch_event_received",
 				    stage_json(&wa->received, wall_offset_ns));
 		json_object_set_new(wo, "address", json_string(wa->sent.who.raddr));
+		json_object_set_new(wo, "pid", json_integer(wa->sent.who.peer_pid));
+		json_object_set_new(wo, "comm", json_string(wa->sent.who.peer_comm));
 		json_object_set_new(wo, "user_agent", json_string(wa->user_agent));
 		json_object_set_new(wo, "path", json_string(wa->path));
 		json_object_set_new(wo, "encoding", json_string(wa->encoding));

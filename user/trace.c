@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -483,6 +485,77 @@ static bool is_listening(pid_t pid, uint16_t port)
 	return false;
 }
 
+/* The local process at the other end of a TCP connection of pid: the socket whose local and
+ * remote addresses are ours swapped, found in /proc/PID/net/tcp, then its owner among /proc's
+ * file descriptors. Only IPv4 here; 0 when the peer is elsewhere. */
+static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport,
+			 const __u8 *raddr, __u16 rport, struct actor *who)
+{
+	char path[300], line[512], want_local[32], want_remote[32], link[600], target[64];
+	unsigned long inode = 0, ino;
+	char local[64], remote[64];
+	struct dirent *de, *fe;
+	DIR *proc, *fds;
+	FILE *in;
+
+	if (family != 2)
+		return;
+	/* /proc/net/tcp prints the address as a host-order hex word. */
+	snprintf(want_local, sizeof(want_local), "%02X%02X%02X%02X:%04X", raddr[3], raddr[2],
+		 raddr[1], raddr[0], rport);
+	snprintf(want_remote, sizeof(want_remote), "%02X%02X%02X%02X:%04X", laddr[3], laddr[2],
+		 laddr[1], laddr[0], lport);
+	snprintf(path, sizeof(path), "/proc/%d/net/tcp", pid);
+	in = fopen(path, "r");
+	if (!in)
+		return;
+	while (fgets(line, sizeof(line), in)) {
+		if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %*u %*u %lu", local, remote, &ino) !=
+		    3)
+			continue;
+		if (strcasecmp(local, want_local) == 0 && strcasecmp(remote, want_remote) == 0) {
+			inode = ino;
+			break;
+		}
+	}
+	fclose(in);
+	if (!inode)
+		return;
+	snprintf(target, sizeof(target), "socket:[%lu]", inode);
+	proc = opendir("/proc");
+	if (!proc)
+		return;
+	while (!who->peer_pid && (de = readdir(proc))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fd", de->d_name);
+		fds = opendir(path);
+		if (!fds)
+			continue;
+		while ((fe = readdir(fds))) {
+			ssize_t n;
+
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(link, sizeof(link), "/proc/%s/fd/%s", de->d_name, fe->d_name);
+			n = readlink(link, line, sizeof(line) - 1);
+			if (n <= 0)
+				continue;
+			line[n] = '\0';
+			if (strcmp(line, target) == 0) {
+				struct process_info info;
+
+				who->peer_pid = (pid_t)strtol(de->d_name, NULL, 10);
+				if (discover__process(who->peer_pid, &info) == 0)
+					util__copy(who->peer_comm, sizeof(who->peer_comm), info.comm);
+				break;
+			}
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+}
+
 static void on_decoded(const struct decoded_msg *msg, void *ctx)
 {
 	struct conn_ctx *cc = ctx;
@@ -530,6 +603,15 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		cc->who.conn = e->conn;
 		format_addr(cc->who.laddr, sizeof(cc->who.laddr), e->family, e->laddr, e->lport);
 		format_addr(cc->who.raddr, sizeof(cc->who.raddr), e->family, e->raddr, e->rport);
+		/* The apiserver's clients on this host, named: the watchers of a bind. */
+		if (t->role == ROLE_APISERVER && is_listening(t->proc.pid, e->lport))
+			resolve_peer(t->proc.pid, e->family, e->laddr, e->lport, e->raddr, e->rport,
+				     &cc->who);
+		if (verbose)
+			fprintf(stderr, "bindtrace: %s pid %d: connection %s -> %s%s%s (pid %d)\n",
+				role_exe[t->role], t->proc.pid, cc->who.laddr, cc->who.raddr,
+				cc->who.peer_comm[0] ? ", peer " : "", cc->who.peer_comm,
+				cc->who.peer_pid);
 		cc->dec = conn_decoder__new(on_decoded, cc);
 		if (!cc->dec) {
 			free(cc);

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Checks `bindtrace --json` output for test-timeline: the schema the README documents, and the
+facts of each scenario. Prints what it finds; exits 1 on the first scenario failure."""
+import json
+import sys
+
+STAGES = [
+    "bind_request", "apiserver_received", "etcd_txn_sent", "etcd_txn_received", "etcd_wal_fsync",
+    "etcd_txn_response", "etcd_watch_event", "bind_response", "bind_response_received",
+]
+# Causal order: each pair must hold (a before or at b).
+ORDER = [
+    ("bind_request", "apiserver_received"), ("apiserver_received", "etcd_txn_sent"),
+    ("etcd_txn_sent", "etcd_txn_received"), ("etcd_txn_received", "etcd_wal_fsync"),
+    ("etcd_wal_fsync", "etcd_txn_response"), ("etcd_txn_response", "bind_response"),
+    ("etcd_txn_response", "etcd_watch_event"), ("bind_response", "bind_response_received"),
+]
+TOP = {"seq": int, "pod": dict, "node": str, "result": str, "status_code": int,
+       "status_reason": str, "revision": int, "stages": dict, "watchers": list,
+       "legs_ns": dict, "etcd_txn_attempts": list, "missing_stages": int, "gap": bool,
+       "drops": bool, "started_midway": bool}
+SEEN_STAGE = {"mono_ns": int, "wall_ns": int, "first_mono_ns": int, "last_mono_ns": int,
+              "pid": int, "comm": str, "role": str}
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check_schema(b):
+    for key, typ in TOP.items():
+        if not isinstance(b.get(key), typ):
+            fail(f"bind {b.get('seq')}: '{key}' missing or not {typ.__name__}")
+    if "citation" not in b:
+        fail("no 'citation' key")
+    for s in STAGES:
+        st = b["stages"].get(s)
+        if not isinstance(st, dict):
+            fail(f"stage {s} missing from 'stages'")
+        if "missing" in st:
+            if not isinstance(st["missing"], str):
+                fail(f"stage {s}: 'missing' is not a reason")
+            continue
+        for key, typ in SEEN_STAGE.items():
+            if not isinstance(st.get(key), typ):
+                fail(f"stage {s}: '{key}' missing or not {typ.__name__}")
+    for w in b["watchers"]:
+        for key in ("watch_event_sent", "watch_event_received", "address", "encoding",
+                    "node_before", "node_after", "pid", "comm"):
+            if key not in w:
+                fail(f"watcher without '{key}'")
+
+
+def load(path):
+    binds = []
+    for line in open(path):
+        line = line.strip()
+        if line:
+            b = json.loads(line)
+            check_schema(b)
+            binds.append(b)
+    return binds
+
+
+def complete(b):
+    missing = [s for s in STAGES if "missing" in b["stages"][s]]
+    return not missing, missing
+
+
+def one(path, node, rv, watcher_pid):
+    binds = load(path)
+    if len(binds) != 1:
+        fail(f"{len(binds)} timelines, want 1")
+    b = binds[0]
+    ok, missing = complete(b)
+    if not ok:
+        fail(f"missing stages: {missing}: " +
+             "; ".join(b["stages"][s]["missing"] for s in missing))
+    t = {s: b["stages"][s]["mono_ns"] for s in STAGES}
+    for a, c in ORDER:
+        if t[a] > t[c]:
+            fail(f"{a} ({t[a]}) after {c} ({t[c]})")
+    if b["node"] != node:
+        fail(f"node {b['node']!r}, pod's spec.nodeName {node!r}")
+    if str(b["revision"]) != rv:
+        fail(f"revision {b['revision']}, pod's resourceVersion {rv}")
+    if b["result"] != "bound" or b["status_code"] != 201:
+        fail(f"result {b['result']} {b['status_code']}")
+    fs = b["stages"]["etcd_wal_fsync"]
+    if not fs["first_mono_ns"] <= fs["last_mono_ns"]:
+        fail("fsync end before start")
+    c = b["citation"]
+    if not c or not c.get("file") or not c.get("line"):
+        fail(f"no citation: {c}")
+    print(f"cited: {c['file']}:{c['line']} ({c['function']}), k8s {c['kubernetes_version']}")
+    kubectl = [w for w in b["watchers"] if w["comm"] == "kubectl" or
+               "kubectl" in w.get("user_agent", "") or str(w["pid"]) == watcher_pid]
+    if not kubectl:
+        fail("kubectl is not among the watchers: " +
+             ", ".join(f"{w['comm']}({w['pid']}) {w['address']}" for w in b["watchers"]))
+    for w in kubectl:
+        if w["node_before"] != "" or w["node_after"] != node:
+            fail(f"kubectl saw nodeName {w['node_before']!r} -> {w['node_after']!r}")
+    sched = [w for w in b["watchers"] if w["comm"] == "kube-scheduler"]
+    print(f"watchers: " + ", ".join(
+        f"{w['comm'] or '?'}({w['pid']}) {w['encoding']} {w['node_before']!r}->{w['node_after']!r}"
+        for w in b["watchers"]))
+    print("total %.3f ms" % (b["legs_ns"]["total"] / 1e6))
+
+
+def burst(path, n):
+    binds = load(path)
+    names = {}
+    for b in binds:
+        names.setdefault(b["pod"]["name"], []).append(b)
+    incomplete = []
+    for b in binds:
+        ok, missing = complete(b)
+        if not ok or b["result"] != "bound":
+            incomplete.append((b["pod"]["name"], b["result"], missing,
+                               [b["stages"][s]["missing"] for s in missing]))
+    dup = [k for k, v in names.items() if len(v) > 1]
+    print(f"{len(binds)} timelines, {len(names)} pods, {len(incomplete)} incomplete, "
+          f"{len(dup)} pods twice")
+    for x in incomplete[:5]:
+        print("  incomplete:", x)
+    if len(names) != int(n) or incomplete or dup:
+        fail(f"want {n} complete timelines, one per pod")
+
+
+def unschedulable(path, name):
+    binds = load(path)
+    mine = [b for b in binds if b["pod"]["name"] == name]
+    if len(mine) < 1:
+        fail(f"no entry for {name}")
+    for b in mine:
+        if b["result"] != "unschedulable":
+            fail(f"{name}: result {b['result']}")
+        if b["node"]:
+            fail(f"{name}: a node {b['node']!r}")
+        print(f"{name}: unschedulable ({b['status_reason']})")
+
+
+if __name__ == "__main__":
+    {"one": one, "burst": burst, "unschedulable": unschedulable}[sys.argv[1]](*sys.argv[2:])
