@@ -61,6 +61,8 @@ struct actor {
 	uint64_t conn; /* the socket's inode */
 	char laddr[BIND_ADDR_MAX];
 	char raddr[BIND_ADDR_MAX];
+	pid_t peer_pid; /* the process at the other end, when it is on this host (0: unknown) */
+	char peer_comm[17];
 };
 
 struct stage {
