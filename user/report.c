@@ -167,7 +167,8 @@ static void leg_between(char *out, size_t cap, enum leg_id leg, bool arrow_only)
 		snprintf(out, cap, "%s \xe2\x86\x92 %s", a, b);
 }
 
-/* A watcher's short name: its user agent's program ("kubectl"), else its address. */
+/* A watcher's short name: its user agent's program ("kubectl"), else the traced process that
+ * read the event, else "watcher". */
 static void watcher_name(char *out, size_t cap, const struct watcher *w)
 {
 	size_t n = strcspn(w->user_agent, "/ (");
@@ -175,8 +176,10 @@ static void watcher_name(char *out, size_t cap, const struct watcher *w)
 	if (n && n < cap) {
 		memcpy(out, w->user_agent, n);
 		out[n] = '\0';
+	} else if (w->received.seen) {
+		util__copy(out, cap, actor_name(&w->received.who));
 	} else {
-		util__copy(out, cap, w->sent.who.raddr[0] ? w->sent.who.raddr : "watcher");
+		util__copy(out, cap, "watcher");
 	}
 }
 
@@ -278,7 +281,7 @@ int report__write_svg(FILE *out, const struct bind_timeline *t)
 	struct bind_leg legs[BIND_MAX_LEGS];
 	uint64_t t0 = bind_origin(t);
 	double lo = 0, hi = 0, span, step, v, scale;
-	char title[768], sub[256], num[32];
+	char title[768], sub[256], num[32], note[64];
 	bool used_roles[ROLE_WATCHER + 1] = {}, transit = false;
 	int n, rows, height, decimals, i, r;
 
@@ -441,17 +444,22 @@ int report__write_svg(FILE *out, const struct bind_timeline *t)
 			    true;
 			used_roles[own->role <= ROLE_WATCHER ? own->role : 0] = true;
 		}
+		/* A negative leg is drawn from its later end: say which came first. */
+		if (l->end_ns < l->start_ns)
+			snprintf(note, sizeof(note), " (%s first)", l->to_name);
+		else
+			note[0] = '\0';
 		/* The duration beside the bar, or inside it at the right edge. */
-		if (x1 + 80 < SVG_W)
+		if (x1 + 80 + 6 * (double)strlen(note) < SVG_W)
 			fprintf(out,
-				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\">%.3f ms"
+				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\">%.3f ms%s"
 				"</text>\n",
-				x0 + w + 6, y + 19, ms_between(l->start_ns, l->end_ns));
+				x0 + w + 6, y + 19, ms_between(l->start_ns, l->end_ns), note);
 		else
 			fprintf(out,
 				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#fff\" "
-				"text-anchor=\"end\">%.3f ms</text>\n",
-				x0 + w - 4, y + 19, ms_between(l->start_ns, l->end_ns));
+				"text-anchor=\"end\">%.3f ms%s</text>\n",
+				x0 + w - 4, y + 19, ms_between(l->start_ns, l->end_ns), note);
 	}
 
 	/* Legend: process colours, and what a two-colour bar means. */
@@ -751,6 +759,8 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 		if (l->seen) {
 			fprintf(out, ": **%.3f ms** — ", ms_between(l->start_ns, l->end_ns));
 			md_arrows(out, leg__description(l->leg));
+			if (l->end_ns < l->start_ns)
+				fprintf(out, "; negative: `%s` came first", l->to_name);
 			if (l->leg == LEG_WAL_FSYNC)
 				fprintf(out, " (from %+.3f to %+.3f ms)",
 					ms_between(t0, l->start_ns), ms_between(t0, l->end_ns));
@@ -879,9 +889,11 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 		      out);
 		for (w = 0; w < t->n_watchers; w++) {
 			const struct watcher *wa = &t->watchers[w];
+			char wn[96];
 
+			watcher_name(wn, sizeof(wn), wa);
 			fputs("| ", out);
-			fprint_md(out, wa->user_agent[0] ? wa->user_agent : "?");
+			fprint_md(out, wa->user_agent[0] ? wa->user_agent : wn);
 			fputs(" | ", out);
 			fprint_md(out, wa->sent.who.raddr);
 			fputs(" | ", out);
