@@ -281,8 +281,13 @@ static void pf_instant(struct perfetto *p, const struct bind_timeline *t, const 
 		json_object_set_new(args, "raddr", pf_string(st->who.raddr));
 		json_object_set_new(args, "stream_id", json_integer(st->stream_id));
 	}
-	if (watcher >= 0)
+	if (watcher >= 0) {
 		json_object_set_new(args, "user_agent", pf_string(t->watchers[watcher].user_agent));
+		if (st->who.peer_pid) {
+			json_object_set_new(args, "peer_pid", json_integer(st->who.peer_pid));
+			json_object_set_new(args, "peer_comm", pf_string(st->who.peer_comm));
+		}
+	}
 	ev = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:o}", "ph", "i", "s", "t", "cat", "stage",
 		       "name", name, "pid", (int)st->who.pid, "tid", (int)pp->stages_tid, "args",
 		       args);

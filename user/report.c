@@ -168,7 +168,7 @@ static void leg_between(char *out, size_t cap, enum leg_id leg, bool arrow_only)
 }
 
 /* A watcher's short name: its user agent's program ("kubectl"), else the traced process that
- * read the event, else "watcher". */
+ * read the event, else the process at the other end of its connection, else "watcher". */
 static void watcher_name(char *out, size_t cap, const struct watcher *w)
 {
 	size_t n = strcspn(w->user_agent, "/ (");
@@ -178,6 +178,8 @@ static void watcher_name(char *out, size_t cap, const struct watcher *w)
 		out[n] = '\0';
 	} else if (w->received.seen) {
 		util__copy(out, cap, actor_name(&w->received.who));
+	} else if (w->sent.who.peer_comm[0]) {
+		util__copy(out, cap, w->sent.who.peer_comm);
 	} else {
 		util__copy(out, cap, "watcher");
 	}
@@ -884,8 +886,8 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 	if (!t->n_watchers) {
 		fputs("No watch event carrying this bind was seen.\n\n", out);
 	} else {
-		fputs("| Watcher | Address | Encoding | Event | nodeName | Sent (+ms) | Received "
-		      "(+ms) |\n|---|---|---|---|---|---:|---:|\n",
+		fputs("| Watcher | Process | Address | Encoding | Event | nodeName | Sent (+ms) | "
+		      "Received (+ms) |\n|---|---|---|---|---|---|---:|---:|\n",
 		      out);
 		for (w = 0; w < t->n_watchers; w++) {
 			const struct watcher *wa = &t->watchers[w];
@@ -894,6 +896,14 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 			watcher_name(wn, sizeof(wn), wa);
 			fputs("| ", out);
 			fprint_md(out, wa->user_agent[0] ? wa->user_agent : wn);
+			fputs(" | ", out);
+			if (wa->sent.who.peer_pid) {
+				fprint_md(out,
+					  wa->sent.who.peer_comm[0] ? wa->sent.who.peer_comm : "?");
+				fprintf(out, " (pid %d)", wa->sent.who.peer_pid);
+			} else {
+				fputs("—", out);
+			}
 			fputs(" | ", out);
 			fprint_md(out, wa->sent.who.raddr);
 			fputs(" | ", out);
