@@ -133,6 +133,9 @@ static void actors_init(void)
 	api_w2 =
 	    actor(640, "kube-apiserver", ROLE_APISERVER, 2102, "127.0.0.1:6443", "127.0.0.1:46000");
 	w2_conn = actor(7000, "watcher-x", ROLE_WATCHER, 4001, "127.0.0.1:46000", "127.0.0.1:6443");
+	/* kubectl's end of its watch, found on this host but not traced. */
+	api_w1.peer_pid = 5100;
+	snprintf(api_w1.peer_comm, sizeof(api_w1.peer_comm), "kubectl");
 }
 
 static void set_stage(struct stage *st, const struct actor *who, uint64_t first, uint64_t last,
@@ -907,6 +910,7 @@ static void check_report(const char *md, const char *svg)
 		"None: every required stage was observed.",
 		"#1 of this bindtrace run",
 		"kube-scheduler (pid 812)",
+		"| kubectl (pid 5100) | 127.0.0.1:45000 |",
 	};
 	char svg_ref[1200];
 	const char *base = strrchr(svg, '/');
