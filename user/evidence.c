@@ -1286,7 +1286,8 @@ static json_t *fsync_line(const struct fsync_meta *f, bool is_stage, int64_t wal
 		json_object_set_new(j, "context", json_string("during etcd_commit"));
 	json_object_set_new(j, "start_ns", json_integer((json_int_t)f->start_ns));
 	json_object_set_new(j, "end_ns", json_integer((json_int_t)f->end_ns));
-	json_object_set_new(j, "wall_ns", json_integer((json_int_t)(f->start_ns + wall_offset_ns)));
+	json_object_set_new(j, "start_wall_ns",
+			    json_integer((json_int_t)(f->start_ns + wall_offset_ns)));
 	json_object_set_new(j, "pid", json_integer(f->pid));
 	json_object_set_new(j, "tid", json_integer(f->tid));
 	json_object_set_new(j, "comm", json_string(f->comm));
