@@ -1084,6 +1084,9 @@ struct stage_ref {
 	int watcher; /* -1 */
 	const struct stage *st;
 	int dir; /* CONN_DIR_OUT for senders, CONN_DIR_IN for receivers; -1 (fsync) */
+	/* The direction of the message found for it, when that is not dir: a stage the correlator
+	 * took from the answer (an unschedulable PATCH whose request was unreadable). */
+	int found_dir;
 };
 
 static int stage_refs(const struct bind_timeline *t, struct stage_ref *out)
@@ -1102,13 +1105,13 @@ static int stage_refs(const struct bind_timeline *t, struct stage_ref *out)
 	int s, w, n = 0;
 
 	for (s = 0; s < STAGE_MAX; s++)
-		out[n++] =
-		    (struct stage_ref){ stage__name((enum stage_id)s), -1, &t->stages[s], dirs[s] };
+		out[n++] = (struct stage_ref){ stage__name((enum stage_id)s), -1, &t->stages[s],
+					       dirs[s], -1 };
 	for (w = 0; w < t->n_watchers && w < BIND_MAX_WATCHERS; w++) {
-		out[n++] =
-		    (struct stage_ref){ "watch_event_sent", w, &t->watchers[w].sent, CONN_DIR_OUT };
+		out[n++] = (struct stage_ref){ "watch_event_sent", w, &t->watchers[w].sent,
+					       CONN_DIR_OUT, -1 };
 		out[n++] = (struct stage_ref){ "watch_event_received", w, &t->watchers[w].received,
-					       CONN_DIR_IN };
+					       CONN_DIR_IN, -1 };
 	}
 	return n;
 }
@@ -1187,7 +1190,7 @@ static json_t *stage_label(const struct stage_ref *r)
 /* The messages behind the stages: on the stage's connection and stream, in its time window,
  * about this pod (or about nothing in particular, like a Status). */
 static void collect_messages(struct evidence *ev, const struct bind_timeline *t,
-			     const struct stage_ref *refs, int n_refs, struct lines *out)
+			     struct stage_ref *refs, int n_refs, struct lines *out)
 {
 	struct conn_log *conns[STAGE_MAX + 2 * BIND_MAX_WATCHERS];
 	int r, k, n_conns = 0;
@@ -1216,11 +1219,14 @@ static void collect_messages(struct evidence *ev, const struct bind_timeline *t,
 			for (r = 0; r < n_refs; r++) {
 				const struct stage *st = refs[r].st;
 
+				/* Either direction: the stream and the time say it is this one. */
 				if (!st->seen || refs[r].dir < 0 || st->who.pid != c->pid ||
 				    st->who.conn != c->conn || st->stream_id != m->stream_id ||
-				    refs[r].dir != m->dir || m->ts_first_ns > st->last_ns ||
-				    m->ts_last_ns < st->first_ns || !subject_matches(m->subject, t))
+				    m->ts_first_ns > st->last_ns || m->ts_last_ns < st->first_ns ||
+				    !subject_matches(m->subject, t))
 					continue;
+				if (m->dir == refs[r].dir || refs[r].found_dir < 0)
+					refs[r].found_dir = m->dir;
 				if (!stages)
 					stages = json_array();
 				json_array_append_new(stages, stage_label(&refs[r]));
@@ -1320,8 +1326,8 @@ static void collect_kernel(struct evidence *ev, const struct bind_timeline *t,
 		for (i = 0; i < c->data.n; i++) {
 			const struct data_meta *d = ring__at(&c->data, i);
 
-			if (d->dir == refs[r].dir && d->ts_ns >= st->first_ns &&
-			    d->ts_ns <= st->last_ns)
+			if (d->dir == (refs[r].found_dir >= 0 ? refs[r].found_dir : refs[r].dir) &&
+			    d->ts_ns >= st->first_ns && d->ts_ns <= st->last_ns)
 				lines__add(out, d->ts_ns,
 					   data_line(c, d, &refs[r], ev->wall_offset_ns));
 		}

@@ -518,6 +518,25 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	feed_msg(o, &sched_conn, m);
 }
 
+/* The scheduler's status PATCH could not be read (HPACK state from before the attach): the
+ * correlator took bind_request from the apiserver's answer, a message read by the scheduler. */
+static void feed_unschedulable(struct trace_outputs *o, const struct bind_timeline *t)
+{
+	const struct stage *st = &t->stages[STAGE_BIND_REQUEST];
+	struct decoded_msg *m =
+	    msg_new(DECODED_RESPONSE, CONN_DIR_IN, st->stream_id, st->first_ns, st->last_ns);
+
+	m->http.status = 200;
+	m->body_kind = BODY_K8S;
+	pod(&m->body.k8s, t->name, "", "1300");
+	m->body.k8s.pod.has_scheduled = true;
+	snprintf(m->body.k8s.pod.scheduled_status, sizeof(m->body.k8s.pod.scheduled_status),
+		 "False");
+	snprintf(m->body.k8s.pod.scheduled_reason, sizeof(m->body.k8s.pod.scheduled_reason),
+		 "Unschedulable");
+	feed_msg(o, &sched_conn, m);
+}
+
 /* ---- Checks ---- */
 
 static bool inside(json_t *events, json_int_t pid, json_int_t tid, double ts)
@@ -821,6 +840,16 @@ static void check_evidence(const char *dir)
 	CHECK_INT(mode_of(p), 0600);
 	snprintf(p, sizeof(p), "%s/0003-default-pending/messages.jsonl", dir);
 	CHECK_INT(mode_of(p), 0600);
+	lines = load_lines(p, &n);
+	CHECK_INT(n, 1);
+	CHECK(has_stage(json_array_get(lines, 0), "bind_request"),
+	      "the answer stands for bind_request");
+	json_decref(lines);
+	snprintf(p, sizeof(p), "%s/0003-default-pending/kernel.jsonl", dir);
+	lines = load_lines(p, &n);
+	CHECK_INT(n, 1 + 2); /* header + the answer's two chunks, read by the scheduler */
+	CHECK_STR(json_string_value(json_object_get(json_array_get(lines, 1), "dir")), "in");
+	json_decref(lines);
 
 	secrets_found = files_checked = bad_modes = 0;
 	nftw(dir, scan_one, 16, FTW_PHYS);
@@ -1375,6 +1404,7 @@ int main(void)
 	missing_bind(t);
 	trace_outputs__bind(o, t);
 	unschedulable_bind(t);
+	feed_unschedulable(o, t);
 	trace_outputs__bind(o, t);
 	conflict_bind(t);
 	trace_outputs__bind(o, t); /* a 409 on web-0 after its bind: the report keeps the bind */
