@@ -297,8 +297,11 @@ int report__write_svg(FILE *out, const struct bind_timeline *t)
 		hi = v > hi ? v : hi;
 	}
 	rows = n ? n : 1;
-	if (hi - lo < 0.001)
-		hi = lo + 0.001;
+	if (!n && t->stages[STAGE_BIND_REQUEST].seen)
+		hi = ms_between(t0, t->stages[STAGE_BIND_REQUEST].last_ns);
+	/* At least a millisecond across: a scale of microseconds reads as noise. */
+	if (hi - lo < 1)
+		hi = lo + 1;
 	step = nice_step(hi - lo);
 	lo = floor(lo / step) * step;
 	hi = ceil(hi / step) * step;
@@ -384,12 +387,21 @@ int report__write_svg(FILE *out, const struct bind_timeline *t)
 			"PodScheduled=False</text>\n",
 			SVG_LABEL_X, y + 25);
 		if (st->seen) {
-			double x = SVG_PLOT_X0 + (ms_between(t0, st->mono_ns) - lo) * scale;
+			double x = SVG_PLOT_X0 + (ms_between(t0, st->first_ns) - lo) * scale;
+			double w = ms_between(st->first_ns, st->last_ns) * scale;
 
-			fprintf(
-			    out,
-			    "<rect x=\"%.1f\" y=\"%d\" width=\"4\" height=\"%d\" fill=\"%s\"/>\n",
-			    x - 2, y + 6, SVG_ROW_H - 12, role_color(st->who.role));
+			/* The message's span: first to last chunk. */
+			fprintf(out,
+				"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" "
+				"fill=\"%s\"><title>bind_request: the PATCH, %.3f ms from first to "
+				"last chunk</title></rect>\n",
+				x, y + 6, w < 4 ? 4 : w, SVG_ROW_H - 12, role_color(st->who.role),
+				ms_between(st->first_ns, st->last_ns));
+			fprintf(out,
+				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\">%.3f ms"
+				"</text>\n",
+				x + (w < 4 ? 4 : w) + 6, y + 19,
+				ms_between(st->first_ns, st->last_ns));
 			used_roles[st->who.role <= ROLE_WATCHER ? st->who.role : 0] = true;
 		}
 	}
