@@ -18,8 +18,9 @@
 #define H2_FRAME_HEADER_LEN 9
 /* Largest header block (HEADERS + CONTINUATIONs) we assemble; larger ones are skipped. */
 #define H2_MAX_HEADER_BLOCK (64u * 1024)
-/* Largest non-DATA payload we keep (SETTINGS, GOAWAY...); the rest of one is skipped. */
-#define H2_MAX_CONTROL_PAYLOAD 1024
+/* Largest non-DATA payload we keep (SETTINGS, GOAWAY...); the rest of one is skipped. Enough
+ * for 42 SETTINGS parameters (peers send under 10) and GOAWAY's ids and error code. */
+#define H2_MAX_CONTROL_PAYLOAD 256
 /* Bytes kept while looking for a frame boundary; the buffer grows to this from
  * H2_RESYNC_BUFFER_MIN and is given back once in step again. */
 #define H2_RESYNC_BUFFER (64u * 1024)
