@@ -282,8 +282,8 @@ int report__write_svg(FILE *out, const struct bind_timeline *t)
 {
 	struct bind_leg legs[BIND_MAX_LEGS];
 	uint64_t t0 = bind_origin(t);
-	double lo = 0, hi = 0, span, step, v, scale;
-	char title[768], sub[256], num[32], note[64];
+	double lo = 0, hi = 0, span, step, v, scale, text_w;
+	char title[768], sub[256], num[32], note[96];
 	bool used_roles[ROLE_WATCHER + 1] = {}, transit = false;
 	int n, rows, height, decimals, i, r;
 
@@ -460,20 +460,28 @@ int report__write_svg(FILE *out, const struct bind_timeline *t)
 		}
 		/* A negative leg is drawn from its later end: say which came first. */
 		if (l->end_ns < l->start_ns)
-			snprintf(note, sizeof(note), " (%s first)", l->to_name);
+			snprintf(note, sizeof(note), "%.3f ms (%s first)",
+				 ms_between(l->start_ns, l->end_ns), l->to_name);
 		else
-			note[0] = '\0';
-		/* The duration beside the bar, or inside it at the right edge. */
-		if (x1 + 80 + 6 * (double)strlen(note) < SVG_W)
+			snprintf(note, sizeof(note), "%.3f ms", ms_between(l->start_ns, l->end_ns));
+		/* The duration right of the bar, else left of it, else inside it (11 px text is
+		 * about 6.5 px a character). */
+		text_w = 6.5 * (double)strlen(note);
+		if (x0 + w + 6 + text_w <= SVG_W - 4)
+			fprintf(
+			    out,
+			    "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\">%s</text>\n",
+			    x0 + w + 6, y + 19, note);
+		else if (x0 - 6 - text_w >= SVG_PLOT_X0)
 			fprintf(out,
-				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\">%.3f ms%s"
-				"</text>\n",
-				x0 + w + 6, y + 19, ms_between(l->start_ns, l->end_ns), note);
+				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\" "
+				"text-anchor=\"end\">%s</text>\n",
+				x0 - 6, y + 19, note);
 		else
 			fprintf(out,
 				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#fff\" "
-				"text-anchor=\"end\">%.3f ms%s</text>\n",
-				x0 + w - 4, y + 19, ms_between(l->start_ns, l->end_ns), note);
+				"text-anchor=\"end\">%s</text>\n",
+				x0 + w - 4, y + 19, note);
 	}
 
 	/* Legend: process colours, and what a two-colour bar means. */
