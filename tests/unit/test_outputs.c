@@ -1393,8 +1393,9 @@ int main(void)
 	CHECK(o != NULL, "outputs open: %s", strerror(errno));
 	if (!o)
 		return check_summary("outputs");
-	trace_outputs__process(o, "kube-scheduler", 812, "/usr/bin/kube-scheduler", "go1.26.8",
-			       "v1.33.13", NULL);
+	/* A pid that cannot exist and a path that does not: an identity that cannot be read. */
+	trace_outputs__process(o, "kube-scheduler", 2147483632, "/usr/bin/kube-scheduler",
+			       "go1.26.8", "v1.33.13", NULL);
 	/* Our own pid: an identity that can be read. */
 	trace_outputs__process(o, "kube-apiserver", getpid(), "/proc/self/exe", "go1.26.8",
 			       "v1.33.13", NULL);
