@@ -385,8 +385,8 @@ static void on_unschedulable(struct correlator *c, const struct actor *who,
 	b->t.result = BIND_RESULT_UNSCHEDULABLE;
 	util__copy(b->t.status_reason, sizeof(b->t.status_reason), pod->scheduled_reason);
 	if (!b->t.stages[STAGE_BIND_REQUEST].seen || !response)
-		set_stage(&b->t.stages[STAGE_BIND_REQUEST], who, msg->ts_first_ns,
-			  msg->ts_first_ns, msg->ts_last_ns, msg->stream_id);
+		set_stage(&b->t.stages[STAGE_BIND_REQUEST], who, msg->ts_first_ns, msg->ts_first_ns,
+			  msg->ts_last_ns, msg->stream_id);
 	if (response) {
 		b->t.status_code = msg->http.status ? msg->http.status : 200;
 		b->responded = true;
@@ -492,7 +492,9 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 	const struct k8s_object *obj = &msg->body.watch.object;
 	struct observation *o;
 	bool sent = who->role == ROLE_APISERVER && msg->dir == CONN_DIR_OUT;
-	bool received = who->role != ROLE_APISERVER && msg->dir == CONN_DIR_IN;
+	/* Read by any traced process: the scheduler's informer, or the apiserver's own loopback
+	 * client (its watches of itself). */
+	bool received = msg->dir == CONN_DIR_IN;
 
 	if (msg->body_kind != BODY_K8S_WATCH_EVENT || (!sent && !received))
 		return;

@@ -451,8 +451,8 @@ static void read_listening(struct listen_cache *lc, pid_t pid)
 			continue;
 		while (fgets(line, sizeof(line), in) && lc->n < 512) {
 			/* "  0: 0100007F:5CE6 00000000:0000 0A ..." */
-			if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &port, &state) !=
-			    2)
+			if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &port,
+				   &state) != 2)
 				continue;
 			if (state == 0x0A)
 				lc->ports[lc->n++] = (uint16_t)port;
@@ -488,8 +488,8 @@ static bool is_listening(pid_t pid, uint16_t port)
 /* The local process at the other end of a TCP connection of pid: the socket whose local and
  * remote addresses are ours swapped, found in /proc/PID/net/tcp, then its owner among /proc's
  * file descriptors. Only IPv4 here; 0 when the peer is elsewhere. */
-static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport,
-			 const __u8 *raddr, __u16 rport, struct actor *who)
+static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport, const __u8 *raddr,
+			 __u16 rport, struct actor *who)
 {
 	char path[300], line[512], want_local[32], want_remote[32], link[600], target[64];
 	unsigned long inode = 0, ino;
@@ -510,8 +510,8 @@ static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport
 	if (!in)
 		return;
 	while (fgets(line, sizeof(line), in)) {
-		if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %*u %*u %lu", local, remote, &ino) !=
-		    3)
+		if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %*u %*u %lu", local, remote,
+			   &ino) != 3)
 			continue;
 		if (strcasecmp(local, want_local) == 0 && strcasecmp(remote, want_remote) == 0) {
 			inode = ino;
@@ -547,7 +547,8 @@ static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport
 
 				who->peer_pid = (pid_t)strtol(de->d_name, NULL, 10);
 				if (discover__process(who->peer_pid, &info) == 0)
-					util__copy(who->peer_comm, sizeof(who->peer_comm), info.comm);
+					util__copy(who->peer_comm, sizeof(who->peer_comm),
+						   info.comm);
 				break;
 			}
 		}
@@ -619,9 +620,9 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		}
 		/* Which end is the client: an accepted connection's is the remote. */
 		if (conn_decoder__set_client_dir)
-		conn_decoder__set_client_dir(cc->dec, is_listening(t->proc.pid, e->lport)
-							      ? CONN_DIR_IN
-							      : CONN_DIR_OUT);
+			conn_decoder__set_client_dir(cc->dec, is_listening(t->proc.pid, e->lport)
+								  ? CONN_DIR_IN
+								  : CONN_DIR_OUT);
 		cs->user = cc;
 	}
 	missed = stream__advance(s, e->offset, e->len);
@@ -828,6 +829,12 @@ int cmd_trace(int argc, char **argv)
 	}
 	util__setup_libbpf_log();
 	start = util__monotonic_ns();
+	/* Output files first: a path that cannot be written fails before anything is attached.
+	 */
+	st->wall_offset_ns = util__wall_offset_ns();
+	st->outputs = trace_outputs__new(&st->opt, st->wall_offset_ns);
+	if (!st->outputs)
+		goto cleanup; /* it said why */
 
 	if ((err = find_role(st, ROLE_SCHEDULER, st->opt.scheduler_pid)) < 0 ||
 	    (found += err, err = find_role(st, ROLE_APISERVER, st->opt.apiserver_pid)) < 0 ||
@@ -889,15 +896,13 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, "bindtrace: ring buffer: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	st->wall_offset_ns = util__wall_offset_ns();
 	copt.linger_ns = st->opt.linger_ms * 1000000ull;
 	copt.max_open_ns = 10000000000ull;
 	copt.attach_ns = util__monotonic_ns();
 	st->corr = correlator__new(&copt, on_bind, st);
 	st->summary = summary__new();
-	st->outputs = trace_outputs__new(&st->opt, st->wall_offset_ns);
-	if (!st->corr || !st->summary || !st->outputs) {
-		fprintf(stderr, "bindtrace: cannot set up outputs: %s\n", strerror(errno));
+	if (!st->corr || !st->summary) {
+		fprintf(stderr, "bindtrace: out of memory\n");
 		goto cleanup;
 	}
 	for (i = 0; i < st->n_targets; i++) {
