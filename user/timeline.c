@@ -26,8 +26,9 @@ static const struct leg_def legs[LEG_MAX] = {
 	[LEG_ETCD_COMMIT] = { "etcd_commit", "etcd read the Txn -> etcd answers (raft, WAL fsync)",
 			      STAGE_ETCD_TXN_RECEIVED, STAGE_ETCD_TXN_RESPONSE },
 	[LEG_WAL_FSYNC] = { "wal_fsync", "the WAL fdatasync that made it durable", -1, -1 },
-	[LEG_ETCD_TO_WATCH] = { "etcd_watch", "etcd answers -> its watch event read by apiserver",
-				STAGE_ETCD_TXN_RESPONSE, STAGE_ETCD_WATCH_EVENT },
+	[LEG_ETCD_TO_WATCH] = { "etcd_watch",
+				"WAL fsync done -> etcd's watch event read by apiserver", -1,
+				STAGE_ETCD_WATCH_EVENT },
 	[LEG_APISERVER_RESPOND] = { "apiserver_respond", "etcd answers -> apiserver answers",
 				    STAGE_ETCD_TXN_RESPONSE, STAGE_BIND_RESPONSE },
 	[LEG_APISERVER_TO_SCHEDULER] = { "apiserver_to_scheduler",
@@ -61,6 +62,13 @@ bool leg__duration(const struct bind_timeline *t, enum leg_id leg, int w, int64_
 		if (!a->seen)
 			return false;
 		*ns = (int64_t)(a->last_ns - a->first_ns);
+		return true;
+	case LEG_ETCD_TO_WATCH:
+		a = &t->stages[STAGE_ETCD_WAL_FSYNC];
+		b = &t->stages[STAGE_ETCD_WATCH_EVENT];
+		if (!a->seen || !b->seen)
+			return false;
+		*ns = (int64_t)b->mono_ns - (int64_t)a->last_ns;
 		return true;
 	case LEG_WATCH_FANOUT:
 		if (w < 0 || w >= t->n_watchers)

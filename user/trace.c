@@ -405,6 +405,60 @@ static int find_role(struct trace_state *st, enum process_role role, pid_t given
 	return n;
 }
 
+static void detach_target(struct trace_state *st, struct target *t)
+{
+	__u32 pid = (__u32)t->proc.pid;
+
+	bpf_link__destroy(t->call_link);
+	t->call_link = NULL;
+	tls_attachment__detach(&t->tls);
+	go_binary__close(t->gb);
+	t->gb = NULL;
+	bpf_map__delete_elem(st->skel->maps.targets, &pid, sizeof(pid), 0);
+	bpf_map__delete_elem(st->skel->maps.fsync_targets, &pid, sizeof(pid), 0);
+	t->attached = false;
+}
+
+/* A traced process that exited (a restarted kube-scheduler, say) is replaced by the process now
+ * running the same executable, attached afresh; until one appears the role is marked gone. */
+static void check_restarts(struct trace_state *st)
+{
+	struct process_info found[MAX_TARGETS_PER_ROLE], now;
+	int i, j, n;
+
+	for (i = 0; i < st->n_targets; i++) {
+		struct target *t = &st->targets[i];
+		bool taken;
+
+		if (t->attached && discover__process(t->proc.pid, &now) == 0 &&
+		    strcmp(now.exe, t->proc.exe) == 0)
+			continue;
+		if (t->attached) {
+			fprintf(stderr,
+				"bindtrace: %s pid %d exited; waiting for it to come back\n",
+				role_exe[t->role], t->proc.pid);
+			detach_target(st, t);
+		}
+		n = discover__by_exe_name(role_exe[t->role], found, MAX_TARGETS_PER_ROLE);
+		for (j = 0; j < n; j++) {
+			int k;
+
+			taken = false;
+			for (k = 0; k < st->n_targets; k++)
+				if (st->targets[k].attached &&
+				    st->targets[k].proc.pid == found[j].pid)
+					taken = true;
+			if (taken)
+				continue;
+			t->proc = found[j];
+			if (attach_target(st, t) == 0)
+				fprintf(stderr, "bindtrace: %s restarted as pid %d: attached\n",
+					role_exe[t->role], t->proc.pid);
+			break;
+		}
+	}
+}
+
 static const char *fd_path(struct trace_state *st, pid_t pid, int fd)
 {
 	int slot = (int)(((unsigned)pid * 31u + (unsigned)fd) % 64);
@@ -811,7 +865,7 @@ int cmd_trace(int argc, char **argv)
 	struct bpf_program *prog;
 	const char *tracefs;
 	bool mounted;
-	uint64_t start, deadline = 0, next_tick = 0;
+	uint64_t start, deadline = 0, next_tick = 0, next_restart_check = 0;
 	int err = 0, i, n_tp = 0, found = 0;
 	int rc = 1;
 
@@ -936,6 +990,10 @@ int cmd_trace(int argc, char **argv)
 			}
 			correlator__tick(st->corr, now, false);
 			next_tick = now + 50000000ull;
+		}
+		if (now >= next_restart_check) {
+			check_restarts(st);
+			next_restart_check = now + 1000000000ull;
 		}
 		if (deadline && now >= deadline)
 			break;

@@ -8,12 +8,13 @@ STAGES = [
     "bind_request", "apiserver_received", "etcd_txn_sent", "etcd_txn_received", "etcd_wal_fsync",
     "etcd_txn_response", "etcd_watch_event", "bind_response", "bind_response_received",
 ]
-# Causal order: each pair must hold (a before or at b).
+# Causal order: each pair must hold (a before or at b). etcd notifies its watchers and answers
+# the Txn independently once the entry is committed, so the watch event may come first.
 ORDER = [
     ("bind_request", "apiserver_received"), ("apiserver_received", "etcd_txn_sent"),
     ("etcd_txn_sent", "etcd_txn_received"), ("etcd_txn_received", "etcd_wal_fsync"),
     ("etcd_wal_fsync", "etcd_txn_response"), ("etcd_txn_response", "bind_response"),
-    ("etcd_txn_response", "etcd_watch_event"), ("bind_response", "bind_response_received"),
+    ("etcd_wal_fsync", "etcd_watch_event"), ("bind_response", "bind_response_received"),
 ]
 TOP = {"seq": int, "pod": dict, "node": str, "result": str, "status_code": int,
        "status_reason": str, "revision": int, "stages": dict, "watchers": list,
