@@ -30,6 +30,7 @@ struct replay_record {
 	size_t len;
 	int pid;
 	char comm[32];
+	int client_dir; /* from an optional "client": "local" or "remote"; -1 absent */
 };
 
 struct replay_conn {
@@ -106,6 +107,13 @@ static int parse_record(const char *line, size_t n, struct replay_record *r)
 	r->pid = (int)json_integer_value(json_object_get(o, "pid"));
 	const char *comm = json_string_value(json_object_get(o, "comm"));
 	snprintf(r->comm, sizeof(r->comm), "%s", comm ? comm : "");
+	/* Which end is the client, when the recorder knew it from the socket: the traced process
+	 * ("local": it dialed, its writes are requests) or its peer ("remote": it accepted). */
+	const char *client = json_string_value(json_object_get(o, "client"));
+	r->client_dir = !client			    ? -1
+			: !strcmp(client, "local")  ? CONN_DIR_OUT
+			: !strcmp(client, "remote") ? CONN_DIR_IN
+						    : -1;
 	json_t *gap = json_object_get(o, "gap");
 	if (json_is_integer(gap)) {
 		r->gap = (uint64_t)json_integer_value(gap);
@@ -239,6 +247,8 @@ static int replay_set__run(const struct replay_set *s, size_t max_piece, struct 
 			rc->pid = r->pid;
 			memcpy(rc->comm, r->comm, sizeof(rc->comm));
 		}
+		if (r->client_dir >= 0)
+			conn_decoder__set_client_dir(rc->dec, r->client_dir);
 		rctx->cur = rc;
 		if (r->gap) {
 			conn_decoder__gap(rc->dec, r->dir, r->gap);
@@ -567,13 +577,14 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 		o->t0 = m->ts_first_ns;
 	if (o->json) {
 		json_t *j = json_pack(
-		    "{s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:b, s:b}",
+		    "{s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:b, s:b, s:b, s:b}",
 		    "ts_first_ns", (json_int_t)m->ts_first_ns, "ts_last_ns",
 		    (json_int_t)m->ts_last_ns, "conn", (json_int_t)(rc ? rc->id : 0), "pid",
 		    rc ? rc->pid : 0, "comm", rc ? rc->comm : "", "dir", m->dir ? "in" : "out",
 		    "proto", conn_proto__name(m->proto), "kind", decoded_kind__name(m->kind),
-		    "stream", (int)m->stream_id, "from_client", m->from_client, "unreliable",
-		    m->unreliable, "incomplete", m->incomplete, "streaming", m->streaming);
+		    "stream", (int)m->stream_id, "from_client", m->from_client, "client_known",
+		    m->client_known, "unreliable", m->unreliable, "incomplete", m->incomplete,
+		    "streaming", m->streaming, "inferred", m->inferred);
 		const struct decoded_http *h = &m->http;
 		if (h->method[0])
 			json_object_set_new(j, "method", json_string(h->method));
@@ -635,11 +646,12 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 	default:
 		break;
 	}
-	printf("%12.3f %-5" PRIu64 " %-3s %-16s %-6u %c%c%c%c   %s%s%s\n",
+	printf("%12.3f %-5" PRIu64 " %-3s %-16s %-6u %c%c%c%c%c  %s%s%s\n",
 	       (double)(m->ts_first_ns - o->t0) / 1e6, rc ? rc->id : 0, m->dir ? "in" : "out",
-	       decoded_kind__name(m->kind), m->stream_id, m->from_client ? 'C' : 'S',
-	       m->unreliable ? 'U' : '-', m->incomplete ? 'I' : '-', m->streaming ? 'W' : '-', head,
-	       head[0] && body[0] ? "  " : "", body);
+	       decoded_kind__name(m->kind), m->stream_id,
+	       m->client_known ? (m->from_client ? 'C' : 'S') : (m->from_client ? 'c' : 's'),
+	       m->unreliable ? 'U' : '-', m->incomplete ? 'I' : '-', m->streaming ? 'W' : '-',
+	       m->inferred ? '~' : '-', head, head[0] && body[0] ? "  " : "", body);
 }
 
 static void count_msg(const struct decoded_msg *m, void *ctx)
@@ -667,11 +679,14 @@ static const char doc[] =
     "responses and watch events of Kubernetes, and etcd's gRPC calls.\n"
     "\vOutput: one line per message: time since the first (ms), connection, direction (out: "
     "written by the traced process), kind, HTTP/2 stream, flags (C/S client or server side, "
-    "U connection unreliable after a gap or a mid-connection start, I message incomplete, "
-    "W streaming), and details. --json prints one object per message with ts_first_ns, "
-    "ts_last_ns, conn, pid, comm, dir, proto, kind, stream, from_client, unreliable, "
-    "incomplete, streaming, method, path, authority, user_agent, content_type, status, "
-    "grpc_status, body_kind, body_len and body.\n\n"
+    "c/s when guessed, U connection unreliable after a gap or a mid-connection start, "
+    "I message incomplete, W streaming, ~ etcd method inferred from the message because its "
+    ":path was never seen), and details. --json prints one object per message with "
+    "ts_first_ns, ts_last_ns, conn, pid, comm, dir, proto, kind, stream, from_client, "
+    "client_known, unreliable, incomplete, streaming, inferred, method, path, authority, "
+    "user_agent, content_type, status, grpc_status, body_kind, body_len and body. A record "
+    "may say which end is the client with \"client\": \"local\" (the traced process dialed) or "
+    "\"remote\" (it accepted); otherwise the decoder works it out.\n\n"
     "EXAMPLES:\n"
     "  bindtrace decode capture.jsonl          # decoded messages, one per line\n"
     "  bindtrace decode --json capture.jsonl   # as JSON lines\n"

@@ -1,7 +1,9 @@
 /* The per-connection decoder: detects the protocol, drives the HTTP/2 or HTTP/1.1 layer, keeps a
  * bounded table of streams, routes each stream's body by its headers (or, for streams that began
- * before capture, by sniffing at DATA frame starts) to the gRPC framer, the Kubernetes watch
- * framers or a whole-body buffer, and turns complete messages into decoded_msg callbacks. */
+ * before capture or whose :path was an HPACK entry never seen, by probing at DATA frame starts)
+ * to the gRPC framer, the Kubernetes watch framers or a whole-body buffer, and turns complete
+ * messages into decoded_msg callbacks. The protocol layer, the stream table's entries and every
+ * buffer are allocated when first needed, so an idle connection costs a few KiB. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,12 @@
 #include "redact.h"
 
 #define DETECT_MAX 16384
+#define DETECT_MIN 512
 #define SNIFF_MAX 64
+/* Released streams kept allocated for the next ones; more are freed. */
+#define STREAM_SPARES 2
+/* A gRPC message that runs past its DATA frame: only believed of a frame this large. */
+#define GRPC_SPLIT_FRAME_MIN 4096
 
 enum body_mode {
 	BODY_MODE_NONE = 0,   /* not decided yet */
@@ -24,6 +31,7 @@ enum body_mode {
 	BODY_MODE_K8S_WATCH,  /* 4-byte framed protobuf WatchEvents */
 	BODY_MODE_JSON_LINES, /* newline-delimited JSON watch events */
 	BODY_MODE_SNIFF,      /* stream seen mid-way: find a message start at a frame start */
+	BODY_MODE_PROBE,      /* head seen but :path unknown: judge the first frame, keep it all */
 	BODY_MODE_DISCARD,
 };
 
@@ -31,7 +39,8 @@ struct half {
 	bool started;
 	bool headers; /* its header block was seen */
 	bool ended;
-	bool lost;
+	bool lost;	/* bytes of the body were lost: streamed bodies look for a message again */
+	bool head_lost; /* its header block was damaged or had unknown :method/:status */
 	bool emitted_head;
 	enum body_mode mode;
 	uint64_t ts_first;
@@ -43,15 +52,18 @@ struct half {
 	uint32_t len;
 	uint32_t cap;
 	bool truncated;
-	/* the first bytes of a DATA frame while sniffing */
+	/* the first bytes of a DATA frame while sniffing or probing */
 	uint8_t sniff[SNIFF_MAX];
 	uint32_t sniff_len;
-	bool sniff_done; /* gave up on this frame */
+	bool sniff_done;	  /* gave up on this frame */
+	uint32_t probe_frame_len; /* content length of the frame being probed, 0 unknown */
 };
 
 struct stream {
 	bool used;
-	bool head_unknown; /* no request headers seen: began before capture or lost */
+	bool head_unknown; /* no request headers, or no :path: began before capture or lost */
+	bool inferred;	   /* http.path and etcd were inferred from a message */
+	int request_dir;   /* where the request head was seen, -1 */
 	uint32_t id;
 	uint64_t last_use;
 	struct decoded_http http;
@@ -70,23 +82,28 @@ struct conn_decoder {
 	void *ctx;
 	enum conn_proto proto;
 	int client_dir;
+	bool client_dir_given; /* by the caller: detection does not change it */
 	bool unreliable;
 	bool seen[2];
 	uint64_t next_offset[2];
 	bool begun[2];
 	bool lost_before[2]; /* bytes lost before the protocol layer began */
+	/* A direction's first bytes, held until the protocol is detected and it is known how the
+	 * direction begins (connection start, a frame boundary, or anywhere). */
 	uint64_t detect_offset[2];
 	uint32_t detect_scan[2];
-	uint8_t detect[2][DETECT_MAX];
+	uint8_t *detect[2];
+	uint32_t detect_cap[2];
 	uint32_t detect_len[2];
 	uint64_t detect_ts[2];
-	struct h2_conn h2;
-	struct http1_conn h1;
+	struct h2_conn *h2;
+	struct http1_conn *h1;
 	uint32_t h1_next_request;
 	uint32_t h1_next_response;
 	uint32_t h1_current[2];
 	uint64_t use_clock;
-	struct stream streams[DECODE_MAX_STREAMS];
+	uint32_t nstreams; /* allocated, used or spare */
+	struct stream *streams[DECODE_MAX_STREAMS];
 	/* pending headers of the block being decoded */
 	struct decoded_http hdr;
 	bool hdr_has_method;
@@ -94,6 +111,7 @@ struct conn_decoder {
 	bool hdr_unknown;
 	struct decoded_msg msg;
 	struct conn_decoder_stats stats;
+	uint64_t bytes_unhandled; /* no memory for the protocol layer */
 };
 
 const char *decoded_kind__name(enum decoded_kind k)
@@ -156,7 +174,8 @@ static void stream_free_buffers(struct stream *s)
 
 static void stream_release(struct conn_decoder *c, struct stream *s)
 {
-	(void)c;
+	uint32_t spares = 0, at = c->nstreams;
+
 	s->used = false;
 	/* Keep small buffers for reuse; give back large ones. */
 	for (int d = 0; d < 2; d++) {
@@ -168,32 +187,56 @@ static void stream_release(struct conn_decoder *c, struct stream *s)
 		if (s->half[d].framer.cap > 65536)
 			lp_framer__free(&s->half[d].framer);
 	}
+	/* Keep a few released streams for the next ones; free the rest. */
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		if (!c->streams[i]->used)
+			spares++;
+		if (c->streams[i] == s)
+			at = i;
+	}
+	if (spares <= STREAM_SPARES || at == c->nstreams)
+		return;
+	stream_free_buffers(s);
+	free(s);
+	c->streams[at] = c->streams[--c->nstreams];
+	c->streams[c->nstreams] = NULL;
 }
 
 static struct stream *stream_find(struct conn_decoder *c, uint32_t id)
 {
-	for (int i = 0; i < DECODE_MAX_STREAMS; i++)
-		if (c->streams[i].used && c->streams[i].id == id) {
-			c->streams[i].last_use = ++c->use_clock;
-			return &c->streams[i];
+	for (uint32_t i = 0; i < c->nstreams; i++)
+		if (c->streams[i]->used && c->streams[i]->id == id) {
+			c->streams[i]->last_use = ++c->use_clock;
+			return c->streams[i];
 		}
 	return NULL;
 }
 
+/* The stream of id, taking a spare, a new one, or (at the cap) the least recently used. NULL
+ * only when there is none and no memory for one. */
 static struct stream *stream_get(struct conn_decoder *c, uint32_t id)
 {
 	struct stream *s = stream_find(c, id), *victim = NULL;
 
 	if (s)
 		return s;
-	for (int i = 0; i < DECODE_MAX_STREAMS; i++) {
-		if (!c->streams[i].used) {
-			victim = &c->streams[i];
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		if (!c->streams[i]->used) {
+			victim = c->streams[i];
 			break;
 		}
-		if (!victim || c->streams[i].last_use < victim->last_use)
-			victim = &c->streams[i];
+		if (!victim || c->streams[i]->last_use < victim->last_use)
+			victim = c->streams[i];
 	}
+	if ((!victim || victim->used) && c->nstreams < DECODE_MAX_STREAMS) {
+		struct stream *n = calloc(1, sizeof(*n));
+		if (n) {
+			c->streams[c->nstreams++] = n;
+			victim = n;
+		}
+	}
+	if (!victim)
+		return NULL;
 	if (victim->used)
 		c->stats.streams_evicted++;
 	s = victim;
@@ -207,6 +250,7 @@ static struct stream *stream_get(struct conn_decoder *c, uint32_t id)
 	s->id = id;
 	s->last_use = ++c->use_clock;
 	s->head_unknown = true;
+	s->request_dir = -1;
 	s->http.grpc_status = -1;
 	s->trailers_dir = -1;
 	k8s_table_columns__init(&s->cols);
@@ -218,6 +262,23 @@ static struct stream *stream_get(struct conn_decoder *c, uint32_t id)
 static bool dir_is_client(const struct conn_decoder *c, int dir, bool guess)
 {
 	return c->client_dir >= 0 ? dir == c->client_dir : guess;
+}
+
+/* Does dir carry the client's half of s? Without a known client side, the half where its request
+ * head was seen is, else the guess stands. */
+static bool half_is_client(const struct conn_decoder *c, const struct stream *s, int dir,
+			   bool guess)
+{
+	return dir_is_client(c, dir, s->request_dir >= 0 ? dir == s->request_dir : guess);
+}
+
+/* Learns the client side from the traffic, unless the caller said; a decisive sign (a preface, a
+ * request line) overrides an earlier guess. */
+static void learn_client_dir(struct conn_decoder *c, int client_dir, bool decisive)
+{
+	if (c->client_dir_given || (c->client_dir >= 0 && !decisive))
+		return;
+	c->client_dir = client_dir;
 }
 
 static struct decoded_msg *msg_begin(struct conn_decoder *c, struct stream *s, int dir,
@@ -237,12 +298,14 @@ static struct decoded_msg *msg_begin(struct conn_decoder *c, struct stream *s, i
 		struct half *h = &s->half[dir];
 		m->stream_id = s->id;
 		m->http = s->http;
-		m->incomplete = h->lost || (s->head_unknown && kind != DECODED_WATCH_EVENT &&
-					    kind != DECODED_ETCD_WATCH_EVENT);
+		m->incomplete = h->lost || h->head_lost ||
+				(s->head_unknown && kind != DECODED_WATCH_EVENT &&
+				 kind != DECODED_ETCD_WATCH_EVENT);
 		m->ts_first_ns = h->ts_first;
 		m->ts_last_ns = h->ts_last;
 		snprintf(m->http.content_type, sizeof(m->http.content_type), "%s", h->content_type);
 		m->streaming = s->watch || s->grpc_streaming;
+		m->inferred = s->inferred;
 	}
 	return m;
 }
@@ -305,19 +368,50 @@ static void on_etcd_event(const struct etcd_watch_response *resp, const struct e
 	emit(x->c, m);
 }
 
+/* A gRPC stream whose :path is unknown: its etcd method from this message, when the message fits
+ * one method's strictly. A request tells more than a response, so a side the connection does not
+ * know yet is tried as the client's first. Sets *client to the side the message showed. */
+static void infer_method(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
+			 size_t len, bool *client)
+{
+	bool known = c->client_dir >= 0 || s->request_dir >= 0;
+	enum etcd_method m = ETCD_METHOD_NONE;
+
+	if (!known || *client) {
+		m = etcd__infer_request_method(buf, len);
+		if (m)
+			*client = true;
+	}
+	if (!m && (!known || !*client)) {
+		m = etcd__infer_response_method(buf, len);
+		if (m)
+			*client = false;
+	}
+	if (!m)
+		return;
+	s->etcd = m;
+	s->inferred = true;
+	snprintf(s->http.path, sizeof(s->http.path), "%s", etcd_method__path(m));
+	s->grpc_streaming = m == ETCD_METHOD_WATCH || m == ETCD_METHOD_LEASE_KEEPALIVE;
+	if (*client && s->request_dir < 0)
+		s->request_dir = dir;
+}
+
 /* One whole gRPC message (without its prefix) of stream s travelling in dir. */
 static void grpc_message(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
 			 size_t len, bool compressed, uint64_t ts_first, uint64_t ts_last,
 			 bool at_trailers)
 {
-	bool client = dir_is_client(c, dir, false);
-	enum decoded_kind kind = client ? DECODED_GRPC_REQUEST : DECODED_GRPC_RESPONSE;
+	bool client = half_is_client(c, s, dir, false);
 	struct decoded_msg *m;
 	int err = 0;
 
 	(void)at_trailers;
+	if (buf && !compressed && s->head_unknown && s->etcd == ETCD_METHOD_NONE)
+		infer_method(c, s, dir, buf, len, &client);
+	enum decoded_kind kind = client ? DECODED_GRPC_REQUEST : DECODED_GRPC_RESPONSE;
 	if (!buf || compressed) {
-		m = msg_begin(c, s, dir, kind, false);
+		m = msg_begin(c, s, dir, kind, client);
 		m->ts_first_ns = ts_first;
 		m->ts_last_ns = ts_last;
 		m->body_len = len;
@@ -331,7 +425,7 @@ static void grpc_message(struct conn_decoder *c, struct stream *s, int dir, cons
 		struct etcd_watch_response resp;
 		err = etcd__decode_watch_response(buf, len, &resp, on_etcd_event, &x);
 		if (!err && !x.emitted) {
-			m = msg_begin(c, s, dir, kind, false);
+			m = msg_begin(c, s, dir, kind, client);
 			m->ts_first_ns = ts_first;
 			m->ts_last_ns = ts_last;
 			m->body_len = len;
@@ -489,19 +583,28 @@ static void half_append(struct half *h, const uint8_t *buf, size_t len, uint32_t
 	h->len += (uint32_t)len;
 }
 
+static void set_grpc_mode(struct stream *s, struct half *h)
+{
+	h->mode = s->grpc_streaming ? BODY_MODE_GRPC : BODY_MODE_WHOLE;
+	h->framer.prefix_len = 5;
+	lp_framer__resume(&h->framer);
+}
+
 /* Decides how a half's body is read, from the stream's headers. */
 static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
 {
 	struct half *h = &s->half[dir];
-	bool client = dir_is_client(c, dir, false);
 
-	(void)client;
 	if (s->grpc) {
-		h->mode = s->grpc_streaming ? BODY_MODE_GRPC : BODY_MODE_WHOLE;
-		h->framer.prefix_len = 5;
+		set_grpc_mode(s, h);
 		return;
 	}
-	if (!dir_is_client(c, dir, true) && s->watch) {
+	if (s->head_unknown && !h->content_type[0]) {
+		/* No :path and no content type: the first DATA frame tells. */
+		h->mode = BODY_MODE_PROBE;
+		return;
+	}
+	if (!half_is_client(c, s, dir, true) && s->watch) {
 		if (strcasestr(h->content_type, "protobuf")) {
 			h->mode = BODY_MODE_K8S_WATCH;
 			h->framer.prefix_len = 4;
@@ -513,8 +616,31 @@ static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
 	h->mode = BODY_MODE_WHOLE;
 }
 
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Do the first n bytes of a DATA frame of frame_len content bytes (0: unknown) start a gRPC
+ * message: flag 0 or 1, a length that fits the frame (or a large frame it runs past), the next
+ * prefix where the frame holds more, and a body that starts like protobuf? */
+static bool grpc_frame_start(const uint8_t *b, size_t n, uint32_t frame_len)
+{
+	if (n < 5 || b[0] > 1)
+		return false;
+	uint64_t end = 5 + (uint64_t)be32(b + 1);
+	if (frame_len) {
+		if (end > frame_len && frame_len < GRPC_SPLIT_FRAME_MIN)
+			return false;
+		if (end < frame_len && end < n && b[end] > 1)
+			return false;
+	}
+	return grpc__looks_like_message(b, n);
+}
+
 /* A stream seen without its headers: guess what flows from the first bytes of a frame. */
-static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf, size_t len)
+static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf, size_t len,
+		  uint32_t frame_len)
 {
 	struct half *h = &s->half[dir];
 
@@ -528,12 +654,10 @@ static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8
 		h->mode = BODY_MODE_JSON_LINES;
 		h->len = 0;
 	} else if ((len >= 16 || (len >= 5 && len >= 5 + ((size_t)buf[3] << 8 | buf[4]))) &&
-		   grpc__looks_like_message(buf, len)) {
+		   grpc_frame_start(buf, len, frame_len)) {
+		/* Long-lived: a watch, most likely. Its etcd method comes from its messages. */
 		s->grpc = true;
 		s->grpc_streaming = true;
-		/* The long-lived gRPC streams that outlive a capture's start are etcd watches. */
-		if (!s->etcd)
-			s->etcd = ETCD_METHOD_WATCH;
 		h->mode = BODY_MODE_GRPC;
 		h->framer.prefix_len = 5;
 	} else {
@@ -542,8 +666,76 @@ static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8
 	lp_framer__resume(&h->framer);
 }
 
+/* The first frame of a body whose :path is unknown: a Kubernetes watch, JSON watch lines or gRPC,
+ * else a whole body. Unlike sniff(), the body started with this frame, so nothing is dropped. */
+static void probe_decide(struct conn_decoder *c, struct stream *s, int dir)
+{
+	struct half *h = &s->half[dir];
+	const uint8_t *b = h->sniff;
+	uint32_t n = h->sniff_len;
+
+	if (s->grpc) {
+		set_grpc_mode(s, h); /* the other half found it */
+		return;
+	}
+	if (!half_is_client(c, s, dir, false)) {
+		if (k8s__looks_like_watch_frame(b, n)) {
+			s->watch = true;
+			h->mode = BODY_MODE_K8S_WATCH;
+			h->framer.prefix_len = 4;
+			lp_framer__resume(&h->framer);
+			return;
+		}
+		if (n >= 9 && !memcmp(b, "{\"type\":\"", 9)) {
+			s->watch = true;
+			h->mode = BODY_MODE_JSON_LINES;
+			return;
+		}
+	}
+	if (grpc_frame_start(b, n, h->probe_frame_len)) {
+		s->grpc = true;
+		/* Unary or streaming is not known yet: each message as it completes. */
+		h->mode = BODY_MODE_GRPC;
+		h->framer.prefix_len = 5;
+		lp_framer__resume(&h->framer);
+		return;
+	}
+	h->mode = BODY_MODE_WHOLE;
+}
+
+/* Enough of the probed frame to judge: the sniff window, the whole frame, or a whole message. */
+static bool probe_ready(const struct half *h)
+{
+	const uint8_t *b = h->sniff;
+	uint32_t n = h->sniff_len;
+
+	if (n == SNIFF_MAX || (h->probe_frame_len && n >= h->probe_frame_len))
+		return true;
+	return n >= 5 && b[0] <= 1 && (uint64_t)n >= 5 + (uint64_t)be32(b + 1);
+}
+
 static void half_data(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
-		      size_t len, bool frame_start, uint64_t ts_first, uint64_t ts)
+		      size_t len, bool frame_start, uint32_t frame_len, uint64_t ts_first,
+		      uint64_t ts);
+
+/* Hands the bytes gathered while sniffing or probing to the mode now chosen. */
+static void replay_sniffed(struct conn_decoder *c, struct stream *s, int dir, uint64_t ts_first,
+			   uint64_t ts)
+{
+	struct half *h = &s->half[dir];
+	uint8_t tmp[SNIFF_MAX];
+	uint32_t t = h->sniff_len;
+
+	memcpy(tmp, h->sniff, t);
+	h->sniff_len = 0;
+	h->sniff_done = true;
+	half_data(c, s, dir, tmp, t, false, 0, ts_first, ts);
+	h->body_len -= t;
+}
+
+static void half_data(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
+		      size_t len, bool frame_start, uint32_t frame_len, uint64_t ts_first,
+		      uint64_t ts)
 {
 	struct half *h = &s->half[dir];
 	struct framer_ctx x = { c, s, dir };
@@ -556,17 +748,35 @@ static void half_data(struct conn_decoder *c, struct stream *s, int dir, const u
 	h->body_len += len;
 	if (h->mode == BODY_MODE_NONE)
 		h->mode = s->head_unknown ? BODY_MODE_SNIFF : BODY_MODE_WHOLE;
-	if (h->lost && frame_start && h->mode != BODY_MODE_WHOLE) {
+	if (h->mode == BODY_MODE_WHOLE && s->grpc && s->grpc_streaming && !h->len && !h->truncated)
+		set_grpc_mode(s, h); /* the other half's first message showed a streaming call */
+	if (h->lost && frame_start && h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_PROBE) {
 		/* After lost bytes, a streamed body looks for its next message at a frame start. */
 		h->mode = BODY_MODE_SNIFF;
 		h->lost = false;
 		h->len = 0;
+	}
+	if (h->mode == BODY_MODE_PROBE) {
+		if (frame_start && !h->sniff_len)
+			h->probe_frame_len = frame_len;
+		size_t n = SNIFF_MAX - h->sniff_len < len ? SNIFF_MAX - h->sniff_len : len;
+		memcpy(h->sniff + h->sniff_len, buf, n);
+		h->sniff_len += (uint32_t)n;
+		buf += n;
+		len -= n;
+		if (!probe_ready(h))
+			return;
+		probe_decide(c, s, dir);
+		replay_sniffed(c, s, dir, ts_first, ts);
+		if (!len)
+			return;
 	}
 	if (h->mode == BODY_MODE_SNIFF) {
 		/* Gather the first bytes of the frame (they may come one by one), then judge. */
 		if (frame_start) {
 			h->sniff_len = 0;
 			h->sniff_done = false;
+			h->probe_frame_len = frame_len;
 		}
 		if (h->sniff_done)
 			return;
@@ -575,20 +785,14 @@ static void half_data(struct conn_decoder *c, struct stream *s, int dir, const u
 		h->sniff_len += (uint32_t)n;
 		buf += n;
 		len -= n;
-		sniff(c, s, dir, h->sniff, h->sniff_len);
+		sniff(c, s, dir, h->sniff, h->sniff_len, h->probe_frame_len);
 		if (h->mode == BODY_MODE_SNIFF) {
 			if (h->sniff_len == SNIFF_MAX)
 				h->sniff_done = true;
 			return;
 		}
 		/* Decided: replay what was gathered, then go on with the rest. */
-		uint8_t tmp[SNIFF_MAX];
-		uint32_t t = h->sniff_len;
-		memcpy(tmp, h->sniff, t);
-		h->sniff_len = 0;
-		h->sniff_done = true;
-		half_data(c, s, dir, tmp, t, false, ts_first, ts);
-		h->body_len -= t;
+		replay_sniffed(c, s, dir, ts_first, ts);
 		if (!len)
 			return;
 	}
@@ -630,7 +834,7 @@ static void half_data(struct conn_decoder *c, struct stream *s, int dir, const u
 static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t ts)
 {
 	struct half *h = &s->half[dir];
-	bool client = dir_is_client(c, dir, s->http.method[0] && !s->http.status);
+	bool client = half_is_client(c, s, dir, s->http.method[0] && !s->http.status);
 	struct decoded_msg *m;
 
 	if (h->ended)
@@ -640,6 +844,18 @@ static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t
 	if (!h->started) {
 		h->started = true;
 		h->ts_first = ts;
+	}
+	if (h->mode == BODY_MODE_PROBE) {
+		/* A body too short to have been judged (or none). */
+		if (h->sniff_len) {
+			probe_decide(c, s, dir);
+			replay_sniffed(c, s, dir, h->ts_first, ts);
+		} else if (s->grpc) {
+			set_grpc_mode(s, h);
+		} else {
+			h->mode = BODY_MODE_WHOLE;
+		}
+		client = half_is_client(c, s, dir, client);
 	}
 	if (s->grpc) {
 		if (h->mode == BODY_MODE_WHOLE || h->mode == BODY_MODE_NONE) {
@@ -682,6 +898,12 @@ static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t
 		m->body_kind = BODY_UNDECODED;
 	else
 		decode_k8s_body(c, m, h->buf, h->len, &s->cols);
+	if (!m->client_known && s->request_dir < 0 && m->body_kind == BODY_K8S &&
+	    (m->body.k8s.kind == K8S_KIND_BINDING || m->body.k8s.kind == K8S_KIND_STATUS)) {
+		/* Neither side nor head known: only clients send Bindings, only servers Status. */
+		m->from_client = m->body.k8s.kind == K8S_KIND_BINDING;
+		m->kind = m->from_client ? DECODED_REQUEST : DECODED_RESPONSE;
+	}
 	emit(c, m);
 	h->len = 0;
 }
@@ -758,20 +980,24 @@ static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool
 {
 	struct half *h = &s->half[dir];
 
-	if (c->hdr_has_method && c->client_dir < 0)
-		c->client_dir = dir;
-	if (c->hdr_has_status && c->client_dir < 0)
-		c->client_dir = !dir;
+	if (c->hdr_has_method)
+		learn_client_dir(c, dir, false);
+	if (c->hdr_has_status)
+		learn_client_dir(c, !dir, false);
 	if (c->hdr_has_method) {
 		/* Request headers. */
+		s->request_dir = dir;
+		s->inferred = false;
 		memcpy(s->http.method, c->hdr.method, sizeof(s->http.method));
 		memcpy(s->http.path, c->hdr.path, sizeof(s->http.path));
 		memcpy(s->http.authority, c->hdr.authority, sizeof(s->http.authority));
 		memcpy(s->http.user_agent, c->hdr.user_agent, sizeof(s->http.user_agent));
 		memcpy(h->content_type, c->hdr.content_type, sizeof(h->content_type));
 		s->head_unknown = damaged || !c->hdr.path[0];
-		s->grpc = grpc__is_content_type(c->hdr.content_type);
 		s->etcd = etcd__method_from_path(s->http.path);
+		/* An etcd path with its content-type a dynamic entry never seen is gRPC too. */
+		s->grpc = grpc__is_content_type(c->hdr.content_type) ||
+			  (!c->hdr.content_type[0] && s->etcd != ETCD_METHOD_NONE);
 		s->grpc_streaming = s->grpc && (s->etcd == ETCD_METHOD_WATCH ||
 						s->etcd == ETCD_METHOD_LEASE_KEEPALIVE);
 		s->watch = !s->grpc && is_watch_request(s->http.path);
@@ -800,7 +1026,7 @@ static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool
 		if (strcasestr(c->hdr.content_type, "stream=watch"))
 			s->watch = true;
 		if (damaged)
-			h->lost = true;
+			h->head_lost = true;
 		h->headers = true;
 		h->started = true;
 		h->ts_first = ts_first;
@@ -819,12 +1045,12 @@ static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool
 	if (!h->headers && (damaged || c->hdr_unknown)) {
 		/* A head whose :method or :status was an entry we never saw. */
 		h->headers = true;
-		h->lost = true;
+		h->head_lost = true;
 		h->started = true;
 		h->ts_first = ts_first;
 		h->ts_last = ts_last;
 		memcpy(h->content_type, c->hdr.content_type, sizeof(h->content_type));
-		if (!dir_is_client(c, dir, false) && !s->grpc &&
+		if (!half_is_client(c, s, dir, false) && !s->grpc &&
 		    grpc__is_content_type(c->hdr.content_type))
 			s->grpc = true;
 		choose_mode(c, s, dir);
@@ -836,7 +1062,7 @@ static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool
 		memcpy(s->http.grpc_message, c->hdr.grpc_message, sizeof(s->http.grpc_message));
 	}
 	if (!h->headers && (damaged || c->hdr_unknown))
-		h->lost = true;
+		h->head_lost = true;
 	h->ts_last = ts_last;
 }
 
@@ -856,7 +1082,8 @@ static void h2_on_headers_end(void *ctx, int dir, uint32_t sid, bool end_stream,
 	struct conn_decoder *c = ctx;
 	struct stream *s = stream_get(c, sid);
 	(void)end_stream;
-	headers_done(c, s, dir, damaged, ts_first, ts_last);
+	if (s)
+		headers_done(c, s, dir, damaged, ts_first, ts_last);
 	header_block_reset(c);
 }
 
@@ -864,7 +1091,10 @@ static void h2_on_data(void *ctx, int dir, uint32_t sid, const uint8_t *data, si
 		       bool frame_start, uint64_t ts_first, uint64_t ts)
 {
 	struct conn_decoder *c = ctx;
-	half_data(c, stream_get(c, sid), dir, data, len, frame_start, ts_first, ts);
+	struct stream *s = stream_get(c, sid);
+	if (s)
+		half_data(c, s, dir, data, len, frame_start, h2_conn__data_frame_len(c->h2, dir),
+			  ts_first, ts);
 }
 
 static void h2_on_end_stream(void *ctx, int dir, uint32_t sid, uint64_t ts)
@@ -905,8 +1135,8 @@ static void h2_on_goaway(void *ctx, int dir, uint32_t last, uint32_t error, uint
 static void mark_lost(struct conn_decoder *c, int dir, uint32_t sid)
 {
 	c->unreliable = true;
-	for (int i = 0; i < DECODE_MAX_STREAMS; i++) {
-		struct stream *s = &c->streams[i];
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		struct stream *s = c->streams[i];
 		if (!s->used || (sid && s->id != sid))
 			continue;
 		s->half[dir].lost = true;
@@ -940,15 +1170,13 @@ static void h1_on_start(void *ctx, int dir, const struct http1_start *st, uint64
 
 	header_block_reset(c);
 	if (st->request) {
-		if (c->client_dir < 0)
-			c->client_dir = dir;
+		learn_client_dir(c, dir, false);
 		id = ++c->h1_next_request;
 		snprintf(c->hdr.method, sizeof(c->hdr.method), "%s", st->method);
 		redact__path(st->target, strlen(st->target), c->hdr.path, sizeof(c->hdr.path));
 		c->hdr_has_method = true;
 	} else {
-		if (c->client_dir < 0)
-			c->client_dir = !dir;
+		learn_client_dir(c, !dir, false);
 		id = ++c->h1_next_response;
 		if (id > c->h1_next_request)
 			c->h1_next_request = id;
@@ -957,6 +1185,8 @@ static void h1_on_start(void *ctx, int dir, const struct http1_start *st, uint64
 	}
 	c->h1_current[dir] = id;
 	struct stream *s = stream_get(c, id);
+	if (!s)
+		return;
 	s->half[dir].ts_first = ts;
 	s->half[dir].started = true;
 	if (st->resynced_body) {
@@ -991,7 +1221,7 @@ static void h1_on_body(void *ctx, int dir, const uint8_t *data, size_t len, uint
 		return;
 	/* Each body piece may start a message of a stream we resynchronised on. */
 	bool frame_start = s->half[dir].mode == BODY_MODE_SNIFF || !s->half[dir].body_len;
-	half_data(c, s, dir, data, len, frame_start, ts, ts);
+	half_data(c, s, dir, data, len, frame_start, 0, ts, ts);
 }
 
 static void h1_on_end(void *ctx, int dir, uint64_t ts)
@@ -1032,53 +1262,170 @@ struct conn_decoder *conn_decoder__new(conn_decoder_cb cb, void *ctx)
 	c->cb = cb;
 	c->ctx = ctx;
 	c->client_dir = -1;
-	h2_conn__init(&c->h2, &h2_cbs, c);
-	http1_conn__init(&c->h1, &h1_cbs, c);
 	header_block_reset(c);
 	return c;
+}
+
+static void detect_free(struct conn_decoder *c, int dir)
+{
+	free(c->detect[dir]);
+	c->detect[dir] = NULL;
+	c->detect_cap[dir] = 0;
+	c->detect_len[dir] = 0;
+	c->detect_scan[dir] = 0;
 }
 
 void conn_decoder__free(struct conn_decoder *c)
 {
 	if (!c)
 		return;
-	for (int i = 0; i < DECODE_MAX_STREAMS; i++)
-		stream_free_buffers(&c->streams[i]);
-	h2_conn__free(&c->h2);
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		stream_free_buffers(c->streams[i]);
+		free(c->streams[i]);
+	}
+	if (c->h2)
+		h2_conn__free(c->h2);
+	free(c->h2);
+	free(c->h1);
+	detect_free(c, 0);
+	detect_free(c, 1);
 	free(c);
 }
 
-/* Hands bytes to the protocol layer. A direction begins there from the start when its first byte
- * is the connection's first in that direction (offset 0, nothing lost), else resynchronising. */
-static void proto_feed(struct conn_decoder *c, int dir, uint64_t off, const uint8_t *buf,
-		       size_t len, uint64_t ts)
+void conn_decoder__set_client_dir(struct conn_decoder *c, int client_dir)
 {
-	if (!c->begun[dir]) {
-		bool from_start = off == 0 && !c->lost_before[dir];
-		c->begun[dir] = true;
-		if (!from_start)
-			c->unreliable = true;
-		if (c->proto == CONN_PROTO_H2)
-			h2_conn__begin(&c->h2, dir, from_start);
-		else
-			http1_conn__begin(&c->h1, dir, from_start);
+	if (!c)
+		return;
+	if (client_dir == CONN_DIR_OUT || client_dir == CONN_DIR_IN) {
+		c->client_dir = client_dir;
+		c->client_dir_given = true;
+	} else {
+		c->client_dir = -1;
+		c->client_dir_given = false;
 	}
-	if (c->proto == CONN_PROTO_H2)
-		h2_conn__feed(&c->h2, dir, buf, len, ts);
-	else if (c->proto == CONN_PROTO_HTTP1)
-		http1_conn__feed(&c->h1, dir, buf, len, ts);
+}
+
+size_t conn_decoder__heap_bytes(const struct conn_decoder *c)
+{
+	size_t n = sizeof(*c);
+
+	for (int d = 0; d < 2; d++)
+		n += c->detect_cap[d];
+	if (c->h2)
+		n += sizeof(*c->h2) + h2_conn__heap_bytes(c->h2);
+	if (c->h1)
+		n += sizeof(*c->h1);
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		const struct stream *s = c->streams[i];
+		n += sizeof(*s);
+		for (int d = 0; d < 2; d++)
+			n += s->half[d].cap + s->half[d].framer.cap;
+	}
+	return n;
+}
+
+/* Hands bytes to the protocol layer of a direction that has begun. */
+static void proto_feed(struct conn_decoder *c, int dir, const uint8_t *buf, size_t len, uint64_t ts)
+{
+	if (c->h2)
+		h2_conn__feed(c->h2, dir, buf, len, ts);
+	else if (c->h1)
+		http1_conn__feed(c->h1, dir, buf, len, ts);
+	else
+		c->bytes_unhandled += len;
+}
+
+/* Does an HTTP/2 direction begin with a SETTINGS frame, as the server's first bytes do? */
+static bool h2_settings_first(const uint8_t *b, uint32_t n)
+{
+	return n >= H2_FRAME_HEADER_LEN && b[3] == H2_SETTINGS && b[4] == 0 &&
+	       h2__plausible_frame_header(b, 0);
+}
+
+/* How an HTTP/2 direction whose first captured byte is at offset 0 but which is not the
+ * connection's start begins: 1 at a frame boundary (a first frame that is believable and ends
+ * where a write ended or where another believable frame starts), 0 not (resync), -1 not known
+ * until more bytes come. A write may begin inside a frame when the writer's buffer split it. */
+static int h2_first_frame(const uint8_t *b, uint32_t n)
+{
+	if (n < H2_FRAME_HEADER_LEN)
+		return n >= DETECT_MAX ? 0 : -1;
+	if (!h2__plausible_frame_header(b, 0) || b[3] == H2_CONTINUATION)
+		return 0;
+	uint64_t end = H2_FRAME_HEADER_LEN + ((uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2]);
+	if (n == end)
+		return 1;
+	if (n < end + H2_FRAME_HEADER_LEN)
+		return n >= DETECT_MAX ? 1 : -1; /* a frame larger than we hold: believe it */
+	return h2__plausible_frame_header(b + end, 0);
+}
+
+/* Begins a direction once its first bytes (held in detect[dir]) say how: HTTP/2 at the
+ * connection's start (the preface, or the server's SETTINGS), mid-connection at a frame
+ * boundary, or anywhere (resync); HTTP/1.1 at the start or not. Returns false while too few
+ * bytes are held to tell. */
+static bool try_begin(struct conn_decoder *c, int dir)
+{
+	const uint8_t *b = c->detect[dir];
+	uint32_t n = c->detect_len[dir];
+	bool at_start = c->detect_offset[dir] == 0 && !c->lost_before[dir];
+	bool from_start = at_start;
+
+	if (c->proto == CONN_PROTO_H2 && c->h2) {
+		int at_frame = 0;
+		if (at_start && n < H2_PREFACE_LEN && !memcmp(b, H2_PREFACE, n))
+			return false;
+		if (at_start && n >= H2_PREFACE_LEN && !memcmp(b, H2_PREFACE, H2_PREFACE_LEN)) {
+			learn_client_dir(c, dir, true);
+			h2_conn__begin(c->h2, dir, true);
+		} else if (at_start && h2_settings_first(b, n) &&
+			   !(c->client_dir >= 0 && dir == c->client_dir)) {
+			h2_conn__begin(c->h2, dir, true);
+		} else if (at_start && (at_frame = h2_first_frame(b, n)) < 0) {
+			return false;
+		} else if (at_frame) {
+			/* Offset 0 of what the tracer saw, not of the connection: it attached to a
+			 * connection opened earlier, at the start of a write. */
+			from_start = false;
+			h2_conn__begin_at_frame(c->h2, dir);
+		} else {
+			from_start = false;
+			h2_conn__begin(c->h2, dir, false);
+		}
+	} else if (c->proto == CONN_PROTO_HTTP1 && c->h1) {
+		http1_conn__begin(c->h1, dir, from_start);
+	}
+	if (!from_start)
+		c->unreliable = true;
+	c->begun[dir] = true;
+	/* Hand over what was held; the buffer goes back first, as the feed may take long. */
+	uint8_t *held = c->detect[dir];
+	c->detect[dir] = NULL;
+	c->detect_cap[dir] = 0;
+	c->detect_len[dir] = 0;
+	c->detect_scan[dir] = 0;
+	if (n)
+		proto_feed(c, dir, held, n, c->detect_ts[dir]);
+	free(held);
+	return true;
 }
 
 static void proto_begin(struct conn_decoder *c, enum conn_proto proto)
 {
 	c->proto = proto;
 	c->stats.proto = proto;
-	for (int d = 0; d < 2; d++) {
-		uint32_t n = c->detect_len[d];
-		c->detect_len[d] = 0;
-		if (n)
-			proto_feed(c, d, c->detect_offset[d], c->detect[d], n, c->detect_ts[d]);
+	if (proto == CONN_PROTO_H2) {
+		c->h2 = calloc(1, sizeof(*c->h2));
+		if (c->h2)
+			h2_conn__init(c->h2, &h2_cbs, c);
+	} else {
+		c->h1 = calloc(1, sizeof(*c->h1));
+		if (c->h1)
+			http1_conn__init(c->h1, &h1_cbs, c);
 	}
+	for (int d = 0; d < 2; d++)
+		if (c->detect_len[d])
+			try_begin(c, d);
 }
 
 /* Looks at the first bytes of a direction to pick the protocol. */
@@ -1089,7 +1436,7 @@ static void detect(struct conn_decoder *c, int dir)
 	bool at_start = c->detect_offset[dir] == 0 && !c->lost_before[dir];
 
 	if (n >= H2_PREFACE_LEN && !memcmp(b, H2_PREFACE, H2_PREFACE_LEN)) {
-		c->client_dir = dir;
+		learn_client_dir(c, dir, true);
 		proto_begin(c, CONN_PROTO_H2);
 		return;
 	}
@@ -1097,7 +1444,7 @@ static void detect(struct conn_decoder *c, int dir)
 		return; /* wait for the rest of the preface */
 	int h1 = http1__sniff(b, n);
 	if (h1) {
-		c->client_dir = h1 == 1 ? dir : !dir;
+		learn_client_dir(c, h1 == 1 ? dir : !dir, true);
 		proto_begin(c, CONN_PROTO_HTTP1);
 		return;
 	}
@@ -1127,6 +1474,34 @@ static void detect(struct conn_decoder *c, int dir)
 	}
 }
 
+/* Appends to the bytes held for a direction that has not begun, growing the buffer up to
+ * DETECT_MAX. Returns how many were taken (fewer when memory is short). */
+static size_t detect_append(struct conn_decoder *c, int dir, uint64_t off, const uint8_t *buf,
+			    size_t len, uint64_t ts)
+{
+	uint32_t have = c->detect_len[dir];
+
+	if (len > DETECT_MAX - have)
+		len = DETECT_MAX - have;
+	if (have + len > c->detect_cap[dir]) {
+		uint32_t cap = c->detect_cap[dir] ? c->detect_cap[dir] : DETECT_MIN;
+		while (cap < have + len)
+			cap *= 2;
+		uint8_t *nb = realloc(c->detect[dir], cap);
+		if (!nb)
+			return 0;
+		c->detect[dir] = nb;
+		c->detect_cap[dir] = cap;
+	}
+	if (!have) {
+		c->detect_ts[dir] = ts;
+		c->detect_offset[dir] = off;
+	}
+	memcpy(c->detect[dir] + have, buf, len);
+	c->detect_len[dir] += (uint32_t)len;
+	return len;
+}
+
 int conn_decoder__gap(struct conn_decoder *c, int dir, uint64_t missing)
 {
 	if (!c || dir < 0 || dir > 1)
@@ -1138,17 +1513,16 @@ int conn_decoder__gap(struct conn_decoder *c, int dir, uint64_t missing)
 	c->unreliable = true;
 	c->next_offset[dir] += missing;
 	c->seen[dir] = true;
-	if (c->proto == CONN_PROTO_H2)
-		h2_conn__lose(&c->h2, dir, missing);
-	else if (c->proto == CONN_PROTO_HTTP1)
-		http1_conn__lose(&c->h1, dir, missing);
-	else {
-		c->detect_len[dir] = 0; /* detection starts over on what follows */
+	if (c->begun[dir] && c->h2) {
+		h2_conn__lose(c->h2, dir, missing);
+	} else if (c->begun[dir] && c->h1) {
+		http1_conn__lose(c->h1, dir, missing);
+	} else if (!c->begun[dir]) {
+		/* What was held is cut off from what follows: start over on that. */
+		c->detect_len[dir] = 0;
 		c->detect_scan[dir] = 0;
 		c->lost_before[dir] = true;
 	}
-	if (!c->begun[dir])
-		c->lost_before[dir] = true;
 	return 0;
 }
 
@@ -1179,43 +1553,51 @@ int conn_decoder__feed(struct conn_decoder *c, int dir, uint64_t off, const void
 	if (!len)
 		return 0;
 	off = c->next_offset[dir] - len;
-	if (c->proto != CONN_PROTO_UNKNOWN) {
-		proto_feed(c, dir, off, buf, len, ts);
-		return 0;
-	}
-	while (len && c->proto == CONN_PROTO_UNKNOWN) {
-		size_t n = DETECT_MAX - c->detect_len[dir];
-		if (n > len)
-			n = len;
-		if (!c->detect_len[dir]) {
-			c->detect_ts[dir] = ts;
-			c->detect_offset[dir] = off;
+	/* Hold the first bytes (up to DETECT_MAX) until the protocol is known and how this
+	 * direction begins: a preface, or a whole first frame and what follows it. */
+	while (len && !c->begun[dir]) {
+		size_t n = detect_append(c, dir, off, buf, len, ts);
+		if (!n) {
+			/* No memory to hold them: begin anywhere with what comes. */
+			c->lost_before[dir] = true;
+			if (c->proto == CONN_PROTO_UNKNOWN)
+				proto_begin(c, CONN_PROTO_H2);
+			if (!c->begun[dir])
+				try_begin(c, dir);
+			break;
 		}
-		memcpy(c->detect[dir] + c->detect_len[dir], buf, n);
-		c->detect_len[dir] += (uint32_t)n;
 		buf += n;
 		len -= n;
 		off += n;
-		detect(c, dir);
+		if (c->proto == CONN_PROTO_UNKNOWN)
+			detect(c, dir);
+		else
+			try_begin(c, dir);
 	}
-	if (len)
-		proto_feed(c, dir, off, buf, len, ts);
+	if (len && c->begun[dir])
+		proto_feed(c, dir, buf, len, ts);
 	return 0;
 }
 
 void conn_decoder__close(struct conn_decoder *c, uint64_t ts)
 {
-	if (c && c->proto == CONN_PROTO_HTTP1)
+	if (c && c->proto == CONN_PROTO_HTTP1 && c->h1)
 		for (int d = 0; d < 2; d++)
-			http1_conn__close(&c->h1, d, ts);
+			http1_conn__close(c->h1, d, ts);
 }
 
 void conn_decoder__stats(const struct conn_decoder *c, struct conn_decoder_stats *st)
 {
 	*st = c->stats;
 	st->client_dir = c->client_dir;
-	st->resyncs = c->h2.dir[0].resyncs + c->h2.dir[1].resyncs + c->h1.dir[0].resyncs +
-		      c->h1.dir[1].resyncs;
-	st->bytes_skipped = c->h2.dir[0].bytes_skipped + c->h2.dir[1].bytes_skipped +
-			    c->h1.dir[0].bytes_skipped + c->h1.dir[1].bytes_skipped;
+	st->resyncs = 0;
+	st->bytes_skipped = c->bytes_unhandled;
+	if (c->h2) {
+		st->resyncs += c->h2->dir[0].resyncs + c->h2->dir[1].resyncs;
+		st->bytes_skipped += c->h2->dir[0].bytes_skipped + c->h2->dir[1].bytes_skipped;
+	}
+	if (c->h1) {
+		st->resyncs += c->h1->dir[0].resyncs + c->h1->dir[1].resyncs;
+		st->bytes_skipped += c->h1->dir[0].bytes_skipped + c->h1->dir[1].bytes_skipped;
+	}
 }

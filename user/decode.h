@@ -3,14 +3,21 @@
  * Feed it what the capture saw of a connection, per direction (0: written by the traced process,
  * 1: read by it), with the stream offset of each chunk and its timestamp; report bytes the
  * capture lost with conn_decoder__gap(). It detects HTTP/2 (with or without the preface, or from
- * frames met mid-connection) or HTTP/1.1, which side is the client, and gRPC on HTTP/2, and calls
- * back with requests, responses, gRPC messages and watch events whose bodies are decoded as
- * Kubernetes objects or etcd messages. Header values are redacted before they leave; Secrets and
- * values under /registry/secrets/ are never decoded.
+ * frames met mid-connection) or HTTP/1.1, which side is the client (unless the caller says, with
+ * conn_decoder__set_client_dir()), and gRPC on HTTP/2, and calls back with requests, responses,
+ * gRPC messages and watch events whose bodies are decoded as Kubernetes objects or etcd messages.
+ * Header values are redacted before they leave; Secrets and values under /registry/secrets/ are
+ * never decoded.
+ *
+ * A connection met mid-way (a tracer attaching to a running control plane) has an HPACK dynamic
+ * table the decoder never saw: a :path or content-type from it is unknown. Such a stream is still
+ * recognised as gRPC by its DATA, and the etcd method is inferred from the message content when
+ * it fits one method's message strictly; those messages carry `inferred`.
  *
  * Everything is bounded: header fields and bodies are cut at fixed caps, a connection tracks at
  * most DECODE_MAX_STREAMS streams (the least recently used is dropped), and no memory is
- * allocated per byte: buffers grow per message, to a cap. */
+ * allocated per byte: buffers grow per message, to a cap. Memory follows use: a decoder starts at
+ * a few KiB and allocates its protocol layer, HPACK tables and streams as they are needed. */
 #ifndef BINDTRACE_DECODE_H
 #define BINDTRACE_DECODE_H
 
@@ -86,6 +93,8 @@ struct decoded_msg {
 	enum conn_dir dir;    /* the direction the message travelled */
 	bool from_client;     /* sent by the connection's client */
 	bool client_known;    /* from_client is known, not guessed */
+	bool inferred;	      /* http.path (an etcd method) was inferred from the message content:
+			       * the :path was an HPACK entry inserted before capture */
 	bool unreliable;      /* the connection started mid-way or lost bytes before this */
 	bool incomplete;      /* this message's own bytes or headers were partly lost */
 	bool streaming;	      /* a watch or streaming-gRPC response: events follow */
@@ -134,6 +143,13 @@ struct conn_decoder;
 struct conn_decoder *conn_decoder__new(conn_decoder_cb cb, void *ctx);
 void conn_decoder__free(struct conn_decoder *dec);
 
+/* The caller knows which side is the client from the socket: CONN_DIR_IN when the traced
+ * process accepted the connection (the peer's bytes are the client's), CONN_DIR_OUT when it
+ * dialed. Before or after the first bytes, this overrides detection from then on: messages get
+ * their kind (request or response), from_client and client_known from it. Any other value
+ * forgets it and goes back to detection. */
+void conn_decoder__set_client_dir(struct conn_decoder *dec, int client_dir);
+
 /* Ordered bytes of one direction. stream_offset is the offset of buf[0] in that direction's byte
  * stream: a jump forward is a gap, bytes already seen are skipped. The first chunk of a direction
  * at offset 0 means the connection is seen from its start. Returns 0 or -EINVAL. */
@@ -144,6 +160,8 @@ int conn_decoder__gap(struct conn_decoder *dec, int dir, uint64_t missing_bytes)
 /* The connection closed: completes a response read until close. */
 void conn_decoder__close(struct conn_decoder *dec, uint64_t ts_ns);
 void conn_decoder__stats(const struct conn_decoder *dec, struct conn_decoder_stats *stats);
+/* Bytes the decoder holds on the heap now, itself included. */
+size_t conn_decoder__heap_bytes(const struct conn_decoder *dec);
 
 /* Replays a capture file in the shape of `bindtrace capture --json` (one conn_decoder per "conn"),
  * cutting chunks into pieces of at most max_piece bytes when non-zero. Fills *total with the
