@@ -201,7 +201,12 @@ void timeline__print(FILE *out, const struct bind_timeline *t, int64_t wall_offs
 	for (w = 0; w < t->n_watchers; w++) {
 		const struct watcher *wa = &t->watchers[w];
 
-		snprintf(extra, sizeof(extra), "to %s (%s%s%s) nodeName \"%s\" -> \"%s\"",
+		char peer[64] = "";
+
+		if (wa->sent.who.peer_pid)
+			snprintf(peer, sizeof(peer), "%s pid %d ", wa->sent.who.peer_comm,
+				 wa->sent.who.peer_pid);
+		snprintf(extra, sizeof(extra), "to %s%s (%s%s%.60s) nodeName \"%s\" -> \"%s\"", peer,
 			 wa->sent.who.raddr, wa->encoding, wa->user_agent[0] ? ", " : "",
 			 wa->user_agent, wa->before_known ? wa->node_before : "?", wa->node_after);
 		print_stage(out, "watch_event_sent", &wa->sent, t0, extra);

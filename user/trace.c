@@ -33,6 +33,7 @@
 void conn_decoder__set_client_dir(struct conn_decoder *dec, int client_dir);
 
 #define MAX_TARGETS_PER_ROLE 4
+#define MAX_TRACED 32
 #define MAX_CONNS 65536
 
 /* Where the scheduler's bind call is probed, best first. The object register follows Go's
@@ -69,8 +70,10 @@ struct conn_ctx {
 struct trace_state {
 	struct trace_options opt;
 	struct capture_bpf *skel;
-	struct target targets[3 * MAX_TARGETS_PER_ROLE];
+	struct target targets[MAX_TRACED];
 	int n_targets;
+	pid_t watcher_tried[64]; /* peers already looked at (attached or not a Go TLS program) */
+	int n_watcher_tried;
 	struct streams streams; /* per (pid, conn, dir): gap tracking */
 	struct streams conns;	/* per (pid, conn): the decoder (dir 0 slot) */
 	struct correlator *corr;
@@ -107,6 +110,7 @@ enum {
 	OPT_NAMESPACE,
 	OPT_COUNT,
 	OPT_LINGER,
+	OPT_NO_WATCHERS,
 };
 
 static const struct argp_option trace_argp_options[] = {
@@ -114,6 +118,10 @@ static const struct argp_option trace_argp_options[] = {
 	{ "scheduler-pid", OPT_SCHEDULER_PID, "PID", 0, "The kube-scheduler to trace", 1 },
 	{ "apiserver-pid", OPT_APISERVER_PID, "PID", 0, "The kube-apiserver to trace", 1 },
 	{ "etcd-pid", OPT_ETCD_PID, "PID", 0, "The etcd to trace", 1 },
+	{ "no-watchers", OPT_NO_WATCHERS, NULL, 0,
+	  "Do not trace the apiserver's clients on this host (kubectl -w...) to see watch events "
+	  "arrive",
+	  1 },
 	{ NULL, 0, NULL, 0, "Output:", 2 },
 	{ "json", 'j', NULL, 0, "One JSON object per bind (schema in the README)", 2 },
 	{ "summary", OPT_SUMMARY, NULL, 0,
@@ -232,6 +240,9 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		opt->ringbuf_bytes = v;
 		break;
+	case OPT_NO_WATCHERS:
+		opt->watchers = false;
+		break;
 	case OPT_LINGER:
 		if (util__parse_ulong(arg, 0, 600000, &opt->linger_ms))
 			argp_error(state, "invalid --linger '%s' (milliseconds)", arg);
@@ -253,9 +264,11 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 }
 
 static const char *const role_exe[] = {
+	[ROLE_OTHER] = "process",
 	[ROLE_SCHEDULER] = "kube-scheduler",
 	[ROLE_APISERVER] = "kube-apiserver",
 	[ROLE_ETCD] = "etcd",
+	[ROLE_WATCHER] = "watcher",
 };
 
 static struct target *target_of(struct trace_state *st, pid_t pid)
@@ -320,8 +333,9 @@ static int attach_target(struct trace_state *st, struct target *t)
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
 	t->gb = go_binary__open(path, why, sizeof(why));
 	if (!t->gb) {
-		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role], t->proc.pid,
-			t->proc.exe, why);
+		if (t->role != ROLE_WATCHER || verbose)
+			fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role],
+				t->proc.pid, t->proc.exe, why);
 		return -EINVAL;
 	}
 	bi = go_binary__buildinfo(t->gb);
@@ -344,8 +358,9 @@ static int attach_target(struct trace_state *st, struct target *t)
 	}
 	err = tls_attachment__attach(&t->tls, st->skel, t->proc.pid, path, why, sizeof(why));
 	if (err) {
-		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role], t->proc.pid,
-			t->proc.exe, why);
+		if (t->role != ROLE_WATCHER || verbose)
+			fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role],
+				t->proc.pid, t->proc.exe, why);
 		return err;
 	}
 	if (t->role == ROLE_SCHEDULER) {
@@ -433,6 +448,11 @@ static void check_restarts(struct trace_state *st)
 		if (t->attached && discover__process(t->proc.pid, &now) == 0 &&
 		    strcmp(now.exe, t->proc.exe) == 0)
 			continue;
+		if (t->role == ROLE_WATCHER) {
+			if (t->attached)
+				detach_target(st, t);
+			continue;
+		}
 		if (t->attached) {
 			fprintf(stderr,
 				"bindtrace: %s pid %d exited; waiting for it to come back\n",
@@ -611,6 +631,109 @@ static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport
 	closedir(proc);
 }
 
+/* A client of the apiserver on this host (kubectl get -w, a kubelet, a controller) is traced too,
+ * so that the watch events it is sent are also seen arriving: its TLS probes are attached the
+ * first time one of its connections to the apiserver shows up. Not Go, no crypto/tls, already
+ * traced: left alone, once. */
+static void maybe_trace_watcher(struct trace_state *st, pid_t pid)
+{
+	struct target *t;
+	int i;
+
+	if (!st->opt.watchers || pid <= 0 || target_of(st, pid))
+		return;
+	for (i = 0; i < st->n_watcher_tried; i++)
+		if (st->watcher_tried[i] == pid)
+			return;
+	if (st->n_watcher_tried ==
+		(int)(sizeof(st->watcher_tried) / sizeof(st->watcher_tried[0])) ||
+	    st->n_targets == MAX_TRACED)
+		return;
+	st->watcher_tried[st->n_watcher_tried++] = pid;
+	t = &st->targets[st->n_targets];
+	memset(t, 0, sizeof(*t));
+	t->role = ROLE_WATCHER;
+	if (discover__process(pid, &t->proc) != 0)
+		return;
+	util__libbpf_quiet(true);
+	if (attach_target(st, t) == 0) {
+		st->n_targets++;
+		fprintf(stderr, "# watcher %s pid %d (%s): its TLS probes attached\n", t->proc.comm,
+			pid, t->go_version);
+	} else {
+		detach_target(st, t);
+	}
+	util__libbpf_quiet(false);
+}
+
+/* At start: the watchers already connected to the apiserver, so that the first watch events
+ * after attaching are seen arriving too. Established IPv4 connections on a listening port. */
+static void trace_connected_watchers(struct trace_state *st, struct target *api)
+{
+	char path[64], line[512], link[128];
+	unsigned int lip, lport, rip, rport, state;
+	unsigned long ino, *inodes = NULL;
+	size_t n_inodes = 0, cap = 0, k;
+	struct dirent *de;
+	DIR *fds;
+	FILE *in;
+
+	/* The apiserver's own sockets: the netns's table lists every process's. */
+	snprintf(path, sizeof(path), "/proc/%d/fd", api->proc.pid);
+	fds = opendir(path);
+	if (!fds)
+		return;
+	while ((de = readdir(fds))) {
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "%s/%.20s", path, de->d_name);
+		n = readlink(link, line, sizeof(line) - 1);
+		if (n <= 0)
+			continue;
+		line[n] = '\0';
+		if (sscanf(line, "socket:[%lu]", &ino) != 1)
+			continue;
+		if (n_inodes == cap) {
+			unsigned long *more =
+			    realloc(inodes, (cap ? cap * 2 : 256) * sizeof(*more));
+
+			if (!more)
+				break;
+			inodes = more;
+			cap = cap ? cap * 2 : 256;
+		}
+		inodes[n_inodes++] = ino;
+	}
+	closedir(fds);
+	snprintf(path, sizeof(path), "/proc/%d/net/tcp", api->proc.pid);
+	in = fopen(path, "r");
+	while (in && fgets(line, sizeof(line), in)) {
+		struct actor who = { 0 };
+		__u8 la[4], ra[4];
+		bool own = false;
+		int i;
+
+		if (sscanf(line, " %*d: %x:%x %x:%x %x %*s %*s %*s %*u %*u %lu", &lip, &lport, &rip,
+			   &rport, &state, &ino) != 6 ||
+		    state != 0x01 || !is_listening(api->proc.pid, (uint16_t)lport))
+			continue;
+		for (k = 0; k < n_inodes && !own; k++)
+			own = inodes[k] == ino;
+		if (!own)
+			continue;
+		for (i = 0; i < 4; i++) { /* host-order words of network-order addresses */
+			la[i] = (__u8)(lip >> (8 * i));
+			ra[i] = (__u8)(rip >> (8 * i));
+		}
+		resolve_peer(api->proc.pid, 2, la, (__u16)lport, ra, (__u16)rport, &who);
+		if (who.peer_pid && who.peer_pid != api->proc.pid)
+			maybe_trace_watcher(st, who.peer_pid);
+	}
+	if (in)
+		fclose(in);
+	free(inodes);
+}
+
 static void on_decoded(const struct decoded_msg *msg, void *ctx)
 {
 	struct conn_ctx *cc = ctx;
@@ -659,9 +782,11 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		format_addr(cc->who.laddr, sizeof(cc->who.laddr), e->family, e->laddr, e->lport);
 		format_addr(cc->who.raddr, sizeof(cc->who.raddr), e->family, e->raddr, e->rport);
 		/* The apiserver's clients on this host, named: the watchers of a bind. */
-		if (t->role == ROLE_APISERVER && is_listening(t->proc.pid, e->lport))
+		if (t->role == ROLE_APISERVER && is_listening(t->proc.pid, e->lport)) {
 			resolve_peer(t->proc.pid, e->family, e->laddr, e->lport, e->raddr, e->rport,
 				     &cc->who);
+			maybe_trace_watcher(st, cc->who.peer_pid);
+		}
 		if (verbose)
 			fprintf(stderr, "bindtrace: %s pid %d: connection %s -> %s%s%s (pid %d)\n",
 				role_exe[t->role], t->proc.pid, cc->who.laddr, cc->who.raddr,
@@ -876,6 +1001,7 @@ int cmd_trace(int argc, char **argv)
 	}
 	st->opt.ringbuf_bytes = 16 * 1024 * 1024;
 	st->opt.linger_ms = 500;
+	st->opt.watchers = true;
 	argp_parse(&argp, argc, argv, 0, NULL, &st->opt);
 	if (st->opt.check) {
 		free(st);
@@ -966,6 +1092,9 @@ int cmd_trace(int argc, char **argv)
 		    st->outputs, process_role__name(t->role), t->proc.pid, t->proc.exe,
 		    t->go_version, t->k8s_version[0] ? t->k8s_version : t->module_version, t->gb);
 	}
+	for (i = 0; i < st->n_targets; i++)
+		if (st->targets[i].role == ROLE_APISERVER)
+			trace_connected_watchers(st, &st->targets[i]);
 	print_header(st, util__monotonic_ns() - start);
 
 	signal(SIGINT, on_signal);

@@ -20,6 +20,7 @@ struct trace_options {
 	bool check;
 	bool json;
 	bool summary_only;
+	bool watchers; /* also trace the apiserver's local clients */
 	const char *perfetto; /* file */
 	const char *evidence; /* directory */
 	const char *report;   /* file; needs pod_name */

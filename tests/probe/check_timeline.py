@@ -103,6 +103,11 @@ def one(path, node, rv, watcher_pid):
     for w in kubectl:
         if w["node_before"] != "" or w["node_after"] != node:
             fail(f"kubectl saw nodeName {w['node_before']!r} -> {w['node_after']!r}")
+        got = w["watch_event_received"]
+        if "missing" in got:
+            fail(f"kubectl's watch_event_received missing: {got['missing']}")
+        if got["comm"] != "kubectl" or got["mono_ns"] < w["watch_event_sent"]["mono_ns"]:
+            fail(f"kubectl's watch_event_received: {got}")
     sched = [w for w in b["watchers"] if w["comm"] == "kube-scheduler"]
     print(f"watchers: " + ", ".join(
         f"{w['comm'] or '?'}({w['pid']}) {w['encoding']} {w['node_before']!r}->{w['node_after']!r}"
