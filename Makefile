@@ -17,6 +17,7 @@ CFLAGS ?= -g -O2
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -I$(OUT) -Iuser -Ibpf $(PKG_CFLAGS)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+FUZZ_OBJ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_HDRS := $(wildcard bpf/*.h)
@@ -30,6 +31,7 @@ SAN_OBJS := $(patsubst user/%.c,$(OUT)/san/%.o,$(USER_SRCS))
 SAN_LIB_OBJS := $(patsubst user/%.c,$(OUT)/san/%.o,$(LIB_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+FUZZ_LIB_OBJS := $(patsubst user/%.c,$(OUT)/fuzzobj/%.o,$(LIB_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_SECONDS ?= 60
@@ -106,12 +108,17 @@ $(OUT)/tests/%: tests/unit/%.c tests/unit/check.h $(SAN_LIB_OBJS)
 
 unit: $(UNIT_BINS)
 
-# libFuzzer targets: clang, with the decoders compiled in under the same sanitizers.
-$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(USER_HDRS) $(SKELS) | $(OUT)/.test-deps
+# libFuzzer targets: clang, with the decoders compiled once under the same sanitizers.
+$(OUT)/fuzzobj/%.o: user/%.c $(USER_HDRS) $(SKELS) | $(OUT)/.test-deps
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(ALL_CFLAGS) -Wno-unused-command-line-argument $(FUZZ_OBJ_SAN) -O1 -c $< -o $@
+
+$(OUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS) | $(OUT)/.test-deps
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(ALL_CFLAGS) -Wno-unused-command-line-argument $(FUZZ_SAN) -O1 $< $(LIB_SRCS) \
-		$(PKG_LIBS) -lm -o $@
+	$(Q)$(CLANG) $(ALL_CFLAGS) -Wno-unused-command-line-argument $(FUZZ_SAN) -O1 $< \
+		$(FUZZ_LIB_OBJS) $(PKG_LIBS) -lm -lpthread -o $@
 
 fuzz-build: $(FUZZ_BINS)
 

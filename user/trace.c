@@ -29,9 +29,6 @@
 #include "trace_outputs.h"
 #include "util.h"
 
-#pragma weak conn_decoder__set_client_dir
-void conn_decoder__set_client_dir(struct conn_decoder *dec, int client_dir);
-
 #define MAX_TARGETS_PER_ROLE 4
 #define MAX_TRACED 32
 #define MAX_CONNS 65536
@@ -798,10 +795,8 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 			return;
 		}
 		/* Which end is the client: an accepted connection's is the remote. */
-		if (conn_decoder__set_client_dir)
-			conn_decoder__set_client_dir(cc->dec, is_listening(t->proc.pid, e->lport)
-								  ? CONN_DIR_IN
-								  : CONN_DIR_OUT);
+		conn_decoder__set_client_dir(
+		    cc->dec, is_listening(t->proc.pid, e->lport) ? CONN_DIR_IN : CONN_DIR_OUT);
 		cs->user = cc;
 	}
 	missed = stream__advance(s, e->offset, e->len);
