@@ -1,6 +1,8 @@
 /* libFuzzer target: the whole connection decoder. The input is a script of records:
  * [op][len16][bytes]: op bit 0 direction, bit 1 gap of len bytes instead of data, bit 2 offset
- * jumps back (a retransmission), so every path of conn_decoder__feed is reachable. */
+ * jumps back (a retransmission), so every path of conn_decoder__feed is reachable; bit 3 first
+ * gives the client side (bit 4), or takes it back (bit 5), as a tracer that knows the socket does,
+ * before or after any bytes. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,6 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = (size_t)data[o + 1] << 8 | data[o + 2];
 		int dir = op & 1;
 		o += 3;
+		if (op & 8)
+			conn_decoder__set_client_dir(dec, (op & 0x20) ? -1 : (op >> 4) & 1);
 		if (op & 2) {
 			conn_decoder__gap(dec, dir, len);
 			off[dir] += len;
