@@ -861,6 +861,56 @@ static void test_capture(void)
 	fixture__free(recs, n);
 }
 
+/* The scheduler's end of its connection, met mid-stream (bind_h2_midstream.jsonl): told that it
+ * is the client, every message has its kind from the start, even before a request head. */
+static void test_midstream_fixture(void)
+{
+	static struct fixture_record recs[256];
+	const char *dir = getenv("FIXTURES");
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/bind_h2_midstream.jsonl", dir ? dir : "tests/fixtures");
+	int n = fixture__load(path, recs, 256);
+	CHECK(n > 0, "%s: %d records", path, n);
+	for (int i = 0; i < n; i++)
+		recs[i].client_dir = CONN_DIR_OUT; /* kube-scheduler dialed the apiserver */
+	for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
+		for (size_t p = 0; p < NPIECES; p++) {
+			struct seen s;
+			int guessed = 0, binds = 0, created = 0;
+			seen_init(&s);
+			replay(recs, n, pieces[p], (enum client_mode)mode, &s);
+			for (int i = 0; i < s.n; i++) {
+				const struct decoded_msg *m = &s.m[i];
+				bool request =
+				    m->kind == DECODED_REQUEST || m->kind == DECODED_GRPC_REQUEST;
+				guessed += !m->client_known;
+				if (mode != CLIENT_DETECT || m->client_known)
+					CHECK(m->from_client == (m->dir == CONN_DIR_OUT) &&
+						  request == m->from_client,
+					      "mode %d piece %zu message %d: kind %d dir %d", mode,
+					      pieces[p], i, m->kind, m->dir);
+				binds += request && m->body_kind == BODY_K8S &&
+					 m->body.k8s.kind == K8S_KIND_BINDING;
+				created += m->kind == DECODED_RESPONSE &&
+					   m->body_kind == BODY_K8S &&
+					   m->body.k8s.kind == K8S_KIND_STATUS &&
+					   m->body.k8s.status.code == 201;
+			}
+			if (mode == CLIENT_DETECT)
+				CHECK(guessed > 0,
+				      "before its first request head, the side is a guess");
+			else
+				CHECK(guessed == 0, "mode %d piece %zu: %d guessed", mode,
+				      pieces[p], guessed);
+			CHECK(binds >= 1 && created >= 3, "mode %d piece %zu: %d binds, %d created",
+			      mode, pieces[p], binds, created);
+			free(s.m);
+		}
+	}
+	fixture__free(recs, n);
+}
+
 int main(void)
 {
 	test_client_dir();
@@ -869,5 +919,6 @@ int main(void)
 	test_k8s_unknown_path();
 	test_begin();
 	test_capture();
+	test_midstream_fixture();
 	return check_summary("midconn");
 }
