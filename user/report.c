@@ -26,7 +26,7 @@ static const struct {
 	{ LEG_TXN_TO_ETCD, STAGE_ETCD_TXN_SENT, STAGE_ETCD_TXN_RECEIVED },
 	{ LEG_ETCD_COMMIT, STAGE_ETCD_TXN_RECEIVED, STAGE_ETCD_TXN_RESPONSE },
 	{ LEG_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC },
-	{ LEG_ETCD_TO_WATCH, STAGE_ETCD_TXN_RESPONSE, STAGE_ETCD_WATCH_EVENT },
+	{ LEG_ETCD_TO_WATCH, STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WATCH_EVENT },
 	{ LEG_APISERVER_RESPOND, STAGE_ETCD_TXN_RESPONSE, STAGE_BIND_RESPONSE },
 	{ LEG_APISERVER_TO_SCHEDULER, STAGE_BIND_RESPONSE, STAGE_BIND_RESPONSE_RECEIVED },
 };
@@ -39,6 +39,9 @@ static void leg_times(struct bind_leg *l)
 	if (l->leg == LEG_WAL_FSYNC) {
 		l->start_ns = l->from->first_ns;
 		l->end_ns = l->from->last_ns;
+	} else if (l->leg == LEG_ETCD_TO_WATCH) { /* from the end of the fsync */
+		l->start_ns = l->from->last_ns;
+		l->end_ns = l->to->mono_ns;
 	} else {
 		l->start_ns = l->from->mono_ns;
 		l->end_ns = l->to->mono_ns;
