@@ -364,28 +364,6 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void read_counters(struct capture_bpf *skel, uint64_t out[COUNTER_MAX])
-{
-	int ncpu = libbpf_num_possible_cpus(), i;
-	__u64 *values;
-	__u32 k;
-
-	memset(out, 0, sizeof(uint64_t) * COUNTER_MAX);
-	if (ncpu <= 0)
-		return;
-	values = calloc((size_t)ncpu, sizeof(*values));
-	if (!values)
-		return;
-	for (k = 0; k < COUNTER_MAX; k++) {
-		if (bpf_map__lookup_elem(skel->maps.counters, &k, sizeof(k), values,
-					 sizeof(*values) * (size_t)ncpu, 0))
-			continue;
-		for (i = 0; i < ncpu; i++)
-			out[k] += values[i];
-	}
-	free(values);
-}
-
 static int add_target(struct capture_bpf *skel, pid_t pid, bool fsync)
 {
 	__u32 key = (__u32)pid;
@@ -580,7 +558,7 @@ int cmd_capture(int argc, char **argv)
 	fflush(stdout);
 	err = 0;
 
-	read_counters(st.skel, counters);
+	capture_counters__read(st.skel, counters);
 	fprintf(stderr, "%-8s %-16s %10s %14s %14s %8s %12s\n", "PID", "COMM", "EVENTS",
 		"BYTES_OUT", "BYTES_IN", "GAPS", "GAP_BYTES");
 	for (i = 0; i < st.n_procs; i++) {

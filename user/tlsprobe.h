@@ -52,4 +52,7 @@ int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel,
 			   const char *binary, char *why, size_t why_len);
 void tls_attachment__detach(struct tls_attachment *att);
 
+/* The capture programs' per-CPU counters (enum capture_counter), summed over CPUs. */
+void capture_counters__read(struct capture_bpf *skel, uint64_t out[]);
+
 #endif

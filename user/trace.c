@@ -934,22 +934,10 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 
 static uint64_t read_drops(struct capture_bpf *skel)
 {
-	int ncpu = libbpf_num_possible_cpus(), i;
-	__u32 k = COUNTER_RINGBUF_DROPS;
-	uint64_t total = 0;
-	__u64 *values;
+	uint64_t counters[COUNTER_MAX];
 
-	if (ncpu <= 0)
-		return 0;
-	values = calloc((size_t)ncpu, sizeof(*values));
-	if (!values)
-		return 0;
-	if (!bpf_map__lookup_elem(skel->maps.counters, &k, sizeof(k), values,
-				  sizeof(*values) * (size_t)ncpu, 0))
-		for (i = 0; i < ncpu; i++)
-			total += values[i];
-	free(values);
-	return total;
+	capture_counters__read(skel, counters);
+	return counters[COUNTER_RINGBUF_DROPS];
 }
 
 static void print_header(struct trace_state *st, uint64_t attach_ns)
