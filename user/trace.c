@@ -948,10 +948,10 @@ static void print_header(struct trace_state *st, uint64_t attach_ns)
 	for (i = 0; i < st->n_targets; i++) {
 		struct target *t = &st->targets[i];
 
-		fprintf(out, "# %-14s pid %-7d %s  %s%s%s%s  (%zu uprobes%s%s)\n",
+		fprintf(out, "# %-14s pid %-7d %s  %s%s%s%s%s  (%zu uprobes%s%s)\n",
 			role_exe[t->role], t->proc.pid, t->proc.exe, t->go_version,
 			t->k8s_version[0] ? ", k8s.io/kubernetes " : "", t->k8s_version,
-			t->module_version[0] ? t->module_version : "",
+			t->module_version[0] ? ", etcd " : "", t->module_version,
 			t->tls.n_links + !!t->call_link, t->call_probe ? ", bind call: " : "",
 			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "");
 	}
