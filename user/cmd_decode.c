@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "decode.h"
+#include "evidence.h"
 #include "redact.h"
 
 /* One data or gap record, decoded from its line. */
@@ -438,132 +439,6 @@ static void describe_body(char *b, size_t cap, const struct decoded_msg *m)
 	}
 }
 
-static json_t *k8s_json(const struct k8s_object *o)
-{
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
-			      o->kind_name[0] ? o->kind_name : k8s_kind__name(o->kind), "namespace",
-			      o->meta.namespace, "name", o->meta.name, "uid", o->meta.uid,
-			      "resourceVersion", o->meta.resource_version, "encoding",
-			      o->encoding == K8S_ENCODING_JSON ? "json" : "protobuf");
-	switch (o->kind) {
-	case K8S_KIND_POD:
-		json_object_set_new(j, "nodeName", json_string(o->pod.node_name));
-		json_object_set_new(j, "phase", json_string(o->pod.phase));
-		if (o->pod.has_scheduled)
-			json_object_set_new(j, "podScheduled",
-					    json_pack("{s:s, s:s}", "status",
-						      o->pod.scheduled_status, "reason",
-						      o->pod.scheduled_reason));
-		break;
-	case K8S_KIND_BINDING:
-		json_object_set_new(j, "target",
-				    json_pack("{s:s, s:s}", "kind", o->binding.target_kind, "name",
-					      o->binding.target_name));
-		break;
-	case K8S_KIND_STATUS:
-		json_object_set_new(j, "code", json_integer(o->status.code));
-		json_object_set_new(j, "status", json_string(o->status.status));
-		json_object_set_new(j, "reason", json_string(o->status.reason));
-		json_object_set_new(j, "message", json_string(o->status.message));
-		break;
-	case K8S_KIND_TABLE_ROW:
-		json_object_set_new(j, "kind", json_string("TableRow"));
-		json_object_set_new(j, "nodeName", json_string(o->row.node_name));
-		json_object_set_new(j, "status", json_string(o->row.status));
-		break;
-	case K8S_KIND_SECRET:
-		json_object_set_new(j, "data", json_string(REDACTED));
-		break;
-	default:
-		break;
-	}
-	return j;
-}
-
-static json_t *kv_json(const struct etcd_kv *kv)
-{
-	json_t *j =
-	    json_pack("{s:s, s:I, s:I, s:I, s:I}", "key", kv->key, "create_revision",
-		      (json_int_t)kv->create_revision, "mod_revision", (json_int_t)kv->mod_revision,
-		      "version", (json_int_t)kv->version, "value_len", (json_int_t)kv->value_len);
-	if (kv->value_redacted)
-		json_object_set_new(j, "value", json_string(REDACTED));
-	else if (kv->value.kind != K8S_KIND_NONE)
-		json_object_set_new(j, "value", k8s_json(&kv->value));
-	return j;
-}
-
-static json_t *body_json(const struct decoded_msg *m)
-{
-	switch (m->body_kind) {
-	case BODY_K8S:
-		return k8s_json(&m->body.k8s);
-	case BODY_K8S_WATCH_EVENT:
-		return json_pack("{s:s, s:o}", "type", m->body.watch.type, "object",
-				 k8s_json(&m->body.watch.object));
-	case BODY_ETCD_TXN: {
-		const struct etcd_txn *t = &m->body.txn;
-		json_t *j = json_pack("{s:i, s:s, s:i, s:i, s:I}", "compares", t->compares,
-				      "compare_key", t->compare_key, "compare_target",
-				      t->compare_target, "compare_result", t->compare_result,
-				      "compare_revision", (json_int_t)t->compare_revision);
-		if (t->has_put)
-			json_object_set_new(j, "put", kv_json(&t->put));
-		if (t->has_else_get)
-			json_object_set_new(j, "else_get", json_string(t->else_get_key));
-		return j;
-	}
-	case BODY_ETCD_TXN_RESPONSE: {
-		const struct etcd_txn_response *t = &m->body.txn_response;
-		json_t *j = json_pack("{s:I, s:b}", "revision", (json_int_t)t->header.revision,
-				      "succeeded", t->succeeded);
-		if (t->has_kv)
-			json_object_set_new(j, "kv", kv_json(&t->kv));
-		return j;
-	}
-	case BODY_ETCD_RANGE:
-		return json_pack("{s:s, s:s, s:I}", "key", m->body.range.key, "range_end",
-				 m->body.range.range_end, "revision",
-				 (json_int_t)m->body.range.revision);
-	case BODY_ETCD_RANGE_RESPONSE: {
-		json_t *j = json_pack("{s:I, s:I}", "revision",
-				      (json_int_t)m->body.range_response.header.revision, "count",
-				      (json_int_t)m->body.range_response.count);
-		if (m->body.range_response.has_kv)
-			json_object_set_new(j, "kv", kv_json(&m->body.range_response.kv));
-		return j;
-	}
-	case BODY_ETCD_WATCH_REQUEST:
-		return json_pack("{s:i, s:s, s:s, s:I, s:b}", "kind", m->body.watch_request.kind,
-				 "key", m->body.watch_request.key, "range_end",
-				 m->body.watch_request.range_end, "start_revision",
-				 (json_int_t)m->body.watch_request.start_revision, "prev_kv",
-				 m->body.watch_request.prev_kv);
-	case BODY_ETCD_WATCH_RESPONSE:
-	case BODY_ETCD_WATCH_EVENT: {
-		const struct etcd_watch_response *w = &m->body.etcd_watch.response;
-		json_t *j = json_pack(
-		    "{s:I, s:I, s:b, s:b}", "revision", (json_int_t)w->header.revision, "watch_id",
-		    (json_int_t)w->watch_id, "created", w->created, "canceled", w->canceled);
-		if (m->body_kind == BODY_ETCD_WATCH_EVENT) {
-			const struct etcd_watch_event *e = &m->body.etcd_watch.event;
-			json_object_set_new(j, "type", json_string(e->type ? "DELETE" : "PUT"));
-			json_object_set_new(j, "index", json_integer(e->index));
-			json_object_set_new(j, "kv", kv_json(&e->kv));
-			if (e->has_prev_kv) {
-				json_object_set_new(j, "prev_mod_revision",
-						    json_integer(e->prev_mod_revision));
-				json_object_set_new(j, "prev_node_name",
-						    json_string(e->prev_node_name));
-			}
-		}
-		return j;
-	}
-	default:
-		return NULL;
-	}
-}
-
 static void print_msg(const struct decoded_msg *m, void *ctx)
 {
 	struct out_ctx *o = ctx;
@@ -607,7 +482,7 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 		json_object_set_new(j, "body_kind",
 				    json_string(decoded_body_kind__name(m->body_kind)));
 		json_object_set_new(j, "body_len", json_integer((json_int_t)m->body_len));
-		json_t *b = body_json(m);
+		json_t *b = evidence__body_json(m);
 		if (b)
 			json_object_set_new(j, "body", b);
 		char *s = json_dumps(j, JSON_COMPACT);

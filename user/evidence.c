@@ -758,6 +758,11 @@ static json_t *body_json(const struct decoded_msg *m)
 	}
 }
 
+json_t *evidence__body_json(const struct decoded_msg *m)
+{
+	return body_json(m);
+}
+
 json_t *evidence__message_json(const struct decoded_msg *m)
 {
 	const struct decoded_http *h = &m->http;

@@ -81,5 +81,7 @@ void evidence__close(struct evidence *ev);
 
 /* The decoded message as one JSON object (redacted values only, as decoded). */
 json_t *evidence__message_json(const struct decoded_msg *msg);
+/* Just the decoded body of a message (NULL when it has none): also `bindtrace decode --json`'s. */
+json_t *evidence__body_json(const struct decoded_msg *msg);
 
 #endif
