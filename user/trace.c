@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,6 +57,9 @@ struct target {
 	struct bpf_link *call_link;
 	const char *call_probe;
 	bool attached;
+	bool given;	       /* the pid came from --*-pid: its replacement must match exactly */
+	uint64_t cmdline_hash; /* of /proc/PID/cmdline when attached: a restart runs the same */
+	pid_t failed_pid;      /* a replacement that could not be attached: not retried */
 };
 
 struct conn_ctx {
@@ -291,6 +295,30 @@ static const char *module_version(struct go_binary *gb, const char *path)
 	return "";
 }
 
+/* FNV-1a of a process's argv, 0 when it cannot be read (exited, or a kernel thread). Several
+ * control planes on one host run the same executables; their command lines tell them apart. */
+static uint64_t cmdline_hash(pid_t pid)
+{
+	char path[64], buf[4096];
+	uint64_t h = 1469598103934665603ull;
+	ssize_t n, i, total = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (i = 0; i < n; i++) {
+			h ^= (unsigned char)buf[i];
+			h *= 1099511628211ull;
+		}
+		total += n;
+	}
+	close(fd);
+	return total ? h : 0;
+}
+
 /* Runtime address = vaddr + bias: from the first mapping of the executable (PIE only). */
 static uint64_t load_bias(struct target *t)
 {
@@ -342,6 +370,7 @@ static int attach_target(struct trace_state *st, struct target *t)
 	util__copy(t->module_version, sizeof(t->module_version),
 		   module_version(t->gb, "go.etcd.io/etcd/server/v3"));
 	t->load_bias = load_bias(t);
+	t->cmdline_hash = cmdline_hash(t->proc.pid);
 
 	err = bpf_map__update_elem(st->skel->maps.targets, &pid, sizeof(pid), &one, sizeof(one),
 				   BPF_ANY);
@@ -413,6 +442,7 @@ static int find_role(struct trace_state *st, enum process_role role, pid_t given
 
 		t->role = role;
 		t->proc = found[i];
+		t->given = given != 0;
 	}
 	return n;
 }
@@ -431,16 +461,73 @@ static void detach_target(struct trace_state *st, struct target *t)
 	t->attached = false;
 }
 
+/* The process that replaces a traced one that exited: one running the same executable name
+ * that is not already traced in a role. One with the same command line is preferred (several
+ * control planes may run on one host, each restarted on its own); for a pid given on the
+ * command line nothing else will do, so that another cluster's process is never picked up. */
+static int find_replacement(struct trace_state *st, const struct target *t,
+			    struct process_info *out)
+{
+	struct process_info found[MAX_TARGETS_PER_ROLE];
+	int i, k, n, best = -1;
+
+	n = discover__by_exe_name(role_exe[t->role], found, MAX_TARGETS_PER_ROLE);
+	for (i = 0; i < n; i++) {
+		bool taken = false;
+
+		if (found[i].pid == t->failed_pid)
+			continue;
+		for (k = 0; k < st->n_targets && !taken; k++)
+			taken = st->targets[k].attached && st->targets[k].role != ROLE_WATCHER &&
+				st->targets[k].proc.pid == found[i].pid;
+		if (taken)
+			continue;
+		if (t->cmdline_hash && cmdline_hash(found[i].pid) == t->cmdline_hash) {
+			best = i;
+			break;
+		}
+		if (!t->given && best < 0)
+			best = i;
+	}
+	if (best < 0)
+		return -ESRCH;
+	*out = found[best];
+	return 0;
+}
+
+/* A process already traced as a watcher (a restarted kube-scheduler connects to the apiserver
+ * before it is noticed) gives its probes up to its role; its connections are relabelled. */
+static void release_watcher(struct trace_state *st, pid_t pid, const struct target *role)
+{
+	size_t i;
+	int k;
+
+	for (k = 0; k < st->n_targets; k++) {
+		struct target *w = &st->targets[k];
+
+		if (w->role == ROLE_WATCHER && w->attached && w->proc.pid == pid)
+			detach_target(st, w);
+	}
+	for (i = 0; st->conns.slots && i < st->conns.cap; i++) {
+		struct conn_ctx *cc = st->conns.slots[i].user;
+
+		if (cc && cc->who.pid == pid) {
+			cc->who.role = role->role;
+			util__copy(cc->who.comm, sizeof(cc->who.comm), role->proc.comm);
+		}
+	}
+}
+
 /* A traced process that exited (a restarted kube-scheduler, say) is replaced by the process now
- * running the same executable, attached afresh; until one appears the role is marked gone. */
+ * running the same command, attached afresh; until one appears the role is marked gone. */
 static void check_restarts(struct trace_state *st)
 {
-	struct process_info found[MAX_TARGETS_PER_ROLE], now;
-	int i, j, n;
+	struct process_info now, next;
+	int i;
 
 	for (i = 0; i < st->n_targets; i++) {
 		struct target *t = &st->targets[i];
-		bool taken;
+		pid_t old = t->proc.pid;
 
 		if (t->attached && discover__process(t->proc.pid, &now) == 0 &&
 		    strcmp(now.exe, t->proc.exe) == 0)
@@ -456,22 +543,20 @@ static void check_restarts(struct trace_state *st)
 				role_exe[t->role], t->proc.pid);
 			detach_target(st, t);
 		}
-		n = discover__by_exe_name(role_exe[t->role], found, MAX_TARGETS_PER_ROLE);
-		for (j = 0; j < n; j++) {
-			int k;
-
-			taken = false;
-			for (k = 0; k < st->n_targets; k++)
-				if (st->targets[k].attached &&
-				    st->targets[k].proc.pid == found[j].pid)
-					taken = true;
-			if (taken)
-				continue;
-			t->proc = found[j];
-			if (attach_target(st, t) == 0)
-				fprintf(stderr, "bindtrace: %s restarted as pid %d: attached\n",
-					role_exe[t->role], t->proc.pid);
-			break;
+		if (find_replacement(st, t, &next))
+			continue;
+		t->proc = next;
+		release_watcher(st, next.pid, t);
+		if (attach_target(st, t) == 0) {
+			fprintf(stderr, "bindtrace: %s pid %d restarted as pid %d: attached\n",
+				role_exe[t->role], old, t->proc.pid);
+			t->failed_pid = 0;
+		} else {
+			/* It said why; the role stays gone rather than retrying every second. */
+			fprintf(stderr, "bindtrace: %s pid %d: not attached; still waiting\n",
+				role_exe[t->role], t->proc.pid);
+			t->failed_pid = t->proc.pid;
+			detach_target(st, t);
 		}
 	}
 }
@@ -544,8 +629,14 @@ static bool is_listening(pid_t pid, uint16_t port)
 			break;
 		}
 	}
-	if (!lc)
-		return false;
+	/* Full (watchers come and go, targets restart): the table read longest ago is reused,
+	 * rather than every new process's connections being taken for outgoing ones. */
+	if (!lc) {
+		lc = &listen_cache[0];
+		for (i = 1; i < sizeof(listen_cache) / sizeof(listen_cache[0]); i++)
+			if (listen_cache[i].read_ns < lc->read_ns)
+				lc = &listen_cache[i];
+	}
 	for (int pass = 0; pass < 2; pass++) {
 		if (lc->pid != pid || (pass && util__monotonic_ns() - lc->read_ns > 1000000000ull))
 			read_listening(lc, pid);
@@ -634,27 +725,32 @@ static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport
  * traced: left alone, once. */
 static void maybe_trace_watcher(struct trace_state *st, pid_t pid)
 {
-	struct target *t;
+	const int n_tried = (int)(sizeof(st->watcher_tried) / sizeof(st->watcher_tried[0]));
+	struct target *t = NULL;
 	int i;
 
 	if (!st->opt.watchers || pid <= 0 || target_of(st, pid))
 		return;
-	for (i = 0; i < st->n_watcher_tried; i++)
+	for (i = 0; i < st->n_watcher_tried && i < n_tried; i++)
 		if (st->watcher_tried[i] == pid)
 			return;
-	if (st->n_watcher_tried ==
-		(int)(sizeof(st->watcher_tried) / sizeof(st->watcher_tried[0])) ||
-	    st->n_targets == MAX_TRACED)
+	/* The slot of a watcher that exited is reused: kubectl comes and goes. */
+	for (i = 0; i < st->n_targets && !t; i++)
+		if (st->targets[i].role == ROLE_WATCHER && !st->targets[i].attached)
+			t = &st->targets[i];
+	if (!t && st->n_targets == MAX_TRACED)
 		return;
-	st->watcher_tried[st->n_watcher_tried++] = pid;
-	t = &st->targets[st->n_targets];
+	st->watcher_tried[st->n_watcher_tried++ % n_tried] = pid;
+	if (!t)
+		t = &st->targets[st->n_targets];
 	memset(t, 0, sizeof(*t));
 	t->role = ROLE_WATCHER;
 	if (discover__process(pid, &t->proc) != 0)
 		return;
 	util__libbpf_quiet(true);
 	if (attach_target(st, t) == 0) {
-		st->n_targets++;
+		if (t == &st->targets[st->n_targets])
+			st->n_targets++;
 		fprintf(stderr, "# watcher %s pid %d (%s): its TLS probes attached\n", t->proc.comm,
 			pid, t->go_version);
 	} else {
