@@ -22,7 +22,11 @@ void util__libbpf_quiet(bool quiet)
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
-	if (!verbose && (level != LIBBPF_WARN || libbpf_quiet))
+	/* Without -v, libbpf says nothing: bindtrace reports each failure itself, on one line
+	 * with its context, and libbpf's warnings around it (four lines for a kernel without
+	 * BTF) would bury that line. */
+	(void)level;
+	if (!verbose || libbpf_quiet)
 		return 0;
 	return vfprintf(stderr, fmt, args);
 }
