@@ -164,7 +164,7 @@ static int replay_set__load(struct replay_set *s, const char *path)
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	unsigned long lineno = 0;
+	unsigned long lineno = 0, bad = 0, first_bad = 0;
 	int err = 0;
 
 	if (!f)
@@ -176,8 +176,9 @@ static int replay_set__load(struct replay_set *s, const char *path)
 			continue;
 		int ret = parse_record(line, (size_t)n, &r);
 		if (ret < 0) {
-			fprintf(stderr, "bindtrace decode: %s:%lu: not a capture record, skipped\n",
-				path, lineno);
+			/* Counted and said once below: a garbage file is one line, not one per line. */
+			if (!bad++)
+				first_bad = lineno;
 			continue;
 		}
 		if (!ret)
@@ -195,6 +196,22 @@ static int replay_set__load(struct replay_set *s, const char *path)
 		}
 		s->recs[s->n++] = r;
 		s->bytes += r.len;
+	}
+	/* getline() fails the same way at the end and on a read error (a directory: EISDIR). */
+	if (!err && ferror(f))
+		err = errno ? -errno : -EIO;
+	if (!err && bad && !s->n) {
+		fprintf(stderr,
+			"bindtrace decode: %s: not a capture (none of its %lu lines is a record of "
+			"`bindtrace capture --json`)\n",
+			path, lineno);
+		err = -EINVAL;
+	} else if (!err && bad) {
+		fprintf(
+		    stderr,
+		    "bindtrace decode: %s: %lu of %lu lines are not capture records (the first is "
+		    "line %lu), skipped\n",
+		    path, bad, lineno, first_bad);
 	}
 	free(line);
 	if (f != stdin)
@@ -663,7 +680,8 @@ int cmd_decode(int argc, char **argv)
 		return 2;
 	err = replay_set__load(&s, a.path);
 	if (err) {
-		fprintf(stderr, "bindtrace decode: %s: %s\n", a.path, strerror(-err));
+		if (err != -EINVAL) /* -EINVAL: it said why */
+			fprintf(stderr, "bindtrace decode: %s: %s\n", a.path, strerror(-err));
 		replay_set__free(&s);
 		return 1;
 	}
