@@ -313,6 +313,32 @@ static __always_inline int netfd_socket(__u64 netfd)
 	return (int)fd;
 }
 
+/* Is the word at addr an itab, the first half of a non-nil interface value? A struct read as if
+ * it held an interface can lead into a neighbouring object of the same size class (etcd's
+ * keepAliveConn{*net.TCPConn} is 8 bytes: "its interface at offset 0" would be its own pointer
+ * and the next keepAliveConn's) and so to another connection's socket. An itab (Go 1.18 to 1.26)
+ * is {Inter, Type, Hash uint32, ...}: Inter is a type of kind Interface (20, in the low 5 bits of
+ * the byte at offset 23 of a type) and Hash a copy of Type's Hash (offset 16 of a type). */
+#define GO_KIND_INTERFACE 20
+
+static __always_inline bool is_itab_at(__u64 addr)
+{
+	__u64 itab = 0, inter = 0, type = 0;
+	__u32 hash = 0, type_hash = 1;
+	__u8 kind = 0;
+
+	if (bpf_probe_read_user(&itab, sizeof(itab), (void *)addr) || !itab ||
+	    bpf_probe_read_user(&inter, sizeof(inter), (void *)itab) || !inter ||
+	    bpf_probe_read_user(&kind, sizeof(kind), (void *)(inter + 23)) ||
+	    (kind & 0x1f) != GO_KIND_INTERFACE ||
+	    bpf_probe_read_user(&type, sizeof(type), (void *)(itab + 8)) || !type ||
+	    type == itab || type == inter ||
+	    bpf_probe_read_user(&hash, sizeof(hash), (void *)(itab + 16)) ||
+	    bpf_probe_read_user(&type_hash, sizeof(type_hash), (void *)(type + 16)))
+		return false;
+	return hash == type_hash;
+}
+
 static long conn_search_node(__u32 index, struct conn_search *s)
 {
 	__u64 i = index, parent, iface_data = 0, netfd = 0, node = 0;
@@ -330,6 +356,7 @@ static long conn_search_node(__u32 index, struct conn_search *s)
 		if (parent >= CONN_TREE_NODES)
 			return 1;
 		if (s->tree->ptr[parent] &&
+		    (kind == 2 || is_itab_at(s->tree->ptr[parent] + at - 8)) &&
 		    !bpf_probe_read_user(&iface_data, sizeof(iface_data),
 					 (void *)(s->tree->ptr[parent] + at)))
 			node = iface_data;
@@ -367,7 +394,8 @@ static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_st
 	s.tree = bpf_map_lookup_elem(&conn_trees, &zero);
 	if (!s.tree)
 		return -1;
-	if (bpf_probe_read_user(&s.tree->ptr[0], sizeof(s.tree->ptr[0]), (void *)(tls_conn + 8)) ||
+	if (!is_itab_at(tls_conn) ||
+	    bpf_probe_read_user(&s.tree->ptr[0], sizeof(s.tree->ptr[0]), (void *)(tls_conn + 8)) ||
 	    !s.tree->ptr[0])
 		return -1;
 	bpf_loop(CONN_TREE_NODES, conn_search_node, &s, 0);
