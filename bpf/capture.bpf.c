@@ -331,9 +331,8 @@ static __always_inline bool is_itab_at(__u64 addr)
 	    bpf_probe_read_user(&inter, sizeof(inter), (void *)itab) || !inter ||
 	    bpf_probe_read_user(&kind, sizeof(kind), (void *)(inter + 23)) ||
 	    (kind & 0x1f) != GO_KIND_INTERFACE ||
-	    bpf_probe_read_user(&type, sizeof(type), (void *)(itab + 8)) || !type ||
-	    type == itab || type == inter ||
-	    bpf_probe_read_user(&hash, sizeof(hash), (void *)(itab + 16)) ||
+	    bpf_probe_read_user(&type, sizeof(type), (void *)(itab + 8)) || !type || type == itab ||
+	    type == inter || bpf_probe_read_user(&hash, sizeof(hash), (void *)(itab + 16)) ||
 	    bpf_probe_read_user(&type_hash, sizeof(type_hash), (void *)(type + 16)))
 		return false;
 	return hash == type_hash;

@@ -1219,8 +1219,9 @@ static void h1_on_body(void *ctx, int dir, const uint8_t *data, size_t len, uint
 	struct stream *s = stream_find(c, c->h1_current[dir]);
 	if (!s)
 		return;
-	/* Each body piece may start a message of a stream we resynchronised on. */
-	bool frame_start = s->half[dir].mode == BODY_MODE_SNIFF || !s->half[dir].body_len;
+	/* A chunk is to HTTP/1.1 what a DATA frame is to HTTP/2: where a message of a stream we
+	 * resynchronised on may start. */
+	bool frame_start = c->h1->dir[dir].chunk_start || !s->half[dir].body_len;
 	half_data(c, s, dir, data, len, frame_start, 0, ts, ts);
 }
 
@@ -1393,6 +1394,9 @@ static bool try_begin(struct conn_decoder *c, int dir)
 			h2_conn__begin(c->h2, dir, false);
 		}
 	} else if (c->proto == CONN_PROTO_HTTP1 && c->h1) {
+		/* Offset 0 of what the tracer saw may be a chunk of a stream begun earlier. */
+		if (at_start && !http1__sniff(b, n))
+			from_start = false;
 		http1_conn__begin(c->h1, dir, from_start);
 	}
 	if (!from_start)
@@ -1448,6 +1452,15 @@ static void detect(struct conn_decoder *c, int dir)
 		proto_begin(c, CONN_PROTO_HTTP1);
 		return;
 	}
+	/* An HTTP/1.1 watch stream met midway, at a chunk (a read or write begins at one). */
+	int chunk = http1__watch_chunk(b, n);
+	if (chunk > 0) {
+		learn_client_dir(c, !dir, false);
+		proto_begin(c, CONN_PROTO_HTTP1);
+		return;
+	}
+	if (chunk < 0 && n < 64 && at_start)
+		return;
 	if (n >= H2_FRAME_HEADER_LEN && h2__looks_like_frames(b, n)) {
 		proto_begin(c, CONN_PROTO_H2);
 		return;

@@ -25,6 +25,34 @@ int http1__sniff(const uint8_t *buf, size_t len)
 	return 0;
 }
 
+int http1__watch_chunk(const uint8_t *b, size_t n)
+{
+	uint64_t size = 0;
+	size_t j = 0;
+
+	while (j < n && j < 8 && isxdigit(b[j])) {
+		size = size * 16 + (isdigit(b[j]) ? b[j] - '0' : (tolower(b[j]) - 'a' + 10));
+		j++;
+	}
+	if (j == n)
+		return -1;
+	if (!j || j == 8 || b[j] != '\r')
+		return 0;
+	if (j + 2 > n)
+		return -1;
+	if (b[j + 1] != '\n')
+		return 0;
+	j += 2;
+	if (size >= 5 && j + 5 <= n && b[j] == 0) {
+		/* A length-prefixed protobuf WatchEvent: {type string = 1, ...}. */
+		uint32_t frame = (uint32_t)b[j] << 24 | b[j + 1] << 16 | b[j + 2] << 8 | b[j + 3];
+		return frame + 4 == size && b[j + 4] == 0x0a;
+	}
+	if (size >= 10 && j + 9 <= n && b[j] == '{')
+		return !memcmp(b + j, "{\"type\":\"", 9);
+	return j + 9 > n ? -1 : 0;
+}
+
 void http1_conn__init(struct http1_conn *c, const struct http1_callbacks *cb, void *ctx)
 {
 	c->cb = cb;
@@ -35,6 +63,7 @@ void http1_conn__begin(struct http1_conn *c, int dir, bool from_start)
 {
 	c->dir[dir].state = from_start ? HTTP1_START : HTTP1_RESYNC;
 	c->dir[dir].rlen = 0;
+	c->dir[dir].resync_at_start = !from_start;
 }
 
 static void lost(struct http1_conn *c, int dir)
@@ -43,6 +72,7 @@ static void lost(struct http1_conn *c, int dir)
 	d->state = HTTP1_RESYNC;
 	d->rlen = 0;
 	d->line_len = 0;
+	d->resync_at_start = false;
 	d->resyncs++;
 	if (c->cb->on_lost)
 		c->cb->on_lost(c->ctx, dir);
@@ -214,6 +244,7 @@ static void line_done(struct http1_conn *c, int dir, uint64_t ts)
 		}
 		d->remaining = n;
 		d->state = n ? HTTP1_CHUNK_DATA : HTTP1_TRAILERS;
+		d->chunk_start = n != 0;
 		break;
 	}
 	case HTTP1_CHUNK_DATA_END:
@@ -245,7 +276,13 @@ static void resync(struct http1_conn *c, int dir, uint64_t ts)
 		int kind = http1__sniff(b + i, left);
 		bool chunk = false;
 		uint32_t j = i;
-		if (!kind && i >= 2 && b[i - 2] == '\r') {
+		if (!kind && i == 0 && d->resync_at_start) {
+			/* The first bytes seen: a chunk header only if a watch event follows. */
+			int w = http1__watch_chunk(b, left);
+			if (w < 0 && d->rlen < HTTP1_RESYNC_BUFFER)
+				return;
+			chunk = w > 0;
+		} else if (!kind && i >= 2 && b[i - 2] == '\r') {
 			/* "\r\n" hex "\r\n" then a JSON object or protobuf frame: a chunk header */
 			while (j < d->rlen && isxdigit(b[j]) && j - i < 8)
 				j++;
@@ -292,6 +329,7 @@ static void resync(struct http1_conn *c, int dir, uint64_t ts)
 		return;
 	}
 	/* Keep a little to catch a line start split across pieces. */
+	d->resync_at_start = false;
 	if (d->rlen > 64) {
 		uint32_t keep = 64;
 		d->bytes_skipped += d->rlen - keep;
@@ -325,6 +363,7 @@ void http1_conn__feed(struct http1_conn *c, int dir, const uint8_t *buf, size_t 
 			size_t n = d->remaining < len ? (size_t)d->remaining : len;
 			if (c->cb->on_body)
 				c->cb->on_body(c->ctx, dir, buf, n, ts);
+			d->chunk_start = false;
 			d->remaining -= n;
 			buf += n;
 			len -= n;

@@ -54,6 +54,7 @@ struct http1_dir {
 	uint32_t header_bytes;
 	uint64_t remaining; /* body or chunk bytes left */
 	bool chunked;
+	bool chunk_start; /* the next body bytes begin a chunk */
 	bool has_length;
 	uint64_t content_length;
 	bool request;
@@ -64,6 +65,7 @@ struct http1_dir {
 	uint64_t resyncs;
 	uint64_t bytes_skipped;
 	uint32_t replay_depth;
+	bool resync_at_start; /* rbuf begins where a read or write began: a chunk header may too */
 	char rbuf[HTTP1_RESYNC_BUFFER];
 	uint32_t rlen;
 };
@@ -87,5 +89,9 @@ void http1_conn__close(struct http1_conn *c, int dir, uint64_t ts);
 
 /* Does buf start with an HTTP/1.x request line or status line? 1 request, 2 response, 0 no. */
 int http1__sniff(const uint8_t *buf, size_t len);
+/* Does buf start with a chunk of a watch stream met midway: a chunk header, then a
+ * length-prefixed protobuf WatchEvent of that size or a JSON {"type":"...? 1 yes, 0 no, -1 too
+ * few bytes to tell. */
+int http1__watch_chunk(const uint8_t *buf, size_t len);
 
 #endif

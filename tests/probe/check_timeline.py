@@ -108,7 +108,12 @@ def one(path, node, rv, watcher_pid):
             fail(f"kubectl's watch_event_received missing: {got['missing']}")
         if got["comm"] != "kubectl" or got["mono_ns"] < w["watch_event_sent"]["mono_ns"]:
             fail(f"kubectl's watch_event_received: {got}")
+    # The scheduler's own informer watches pods too (over HTTP/2, or HTTP/1.1 with
+    # DISABLE_HTTP2=1, a stream begun long before the tracer attached).
     sched = [w for w in b["watchers"] if w["comm"] == "kube-scheduler"]
+    if not sched or any("missing" in w["watch_event_received"] or
+                        w["node_after"] != node for w in sched):
+        fail("kube-scheduler's informer is not a watcher that received nodeName " + node)
     print(f"watchers: " + ", ".join(
         f"{w['comm'] or '?'}({w['pid']}) {w['encoding']} {w['node_before']!r}->{w['node_after']!r}"
         for w in b["watchers"]))

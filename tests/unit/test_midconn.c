@@ -17,6 +17,7 @@
 #include "decode.h"
 #include "fixture.h"
 #include "h2.h"
+#include "http1.h"
 #include "pbwrite.h"
 
 #define MAX_MSGS 256
@@ -911,6 +912,63 @@ static void test_midstream_fixture(void)
 	fixture__free(recs, n);
 }
 
+/* The scheduler's HTTP/1.1 watch of pods (DISABLE_HTTP2=1), met midway by a real capture
+ * (watch_http1_midway.jsonl): its first read begins at a chunk header followed by a protobuf
+ * watch frame; both events of the bind are found, whole, byte by byte and in pieces, and
+ * whether or not the client side is given. A chunk header is not believed unless the watch
+ * frame behind it fits it. */
+static void test_http1_watch_midway(void)
+{
+	static struct fixture_record recs[16];
+	const char *dir = getenv("FIXTURES");
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/watch_http1_midway.jsonl", dir ? dir : "tests/fixtures");
+	int n = fixture__load(path, recs, 16);
+	CHECK(n == 2, "%s: %d records", path, n);
+	for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
+		for (size_t p = 0; p < NPIECES; p++) {
+			struct seen s;
+			seen_init(&s);
+			replay(recs, n, pieces[p], (enum client_mode)mode, &s);
+			CHECK(s.n == 2, "mode %d piece %zu: %d messages", mode, pieces[p], s.n);
+			for (int i = 0; i < s.n && i < 2; i++) {
+				const struct decoded_msg *m = &s.m[i];
+				CHECK(m->kind == DECODED_WATCH_EVENT &&
+					  m->proto == CONN_PROTO_HTTP1,
+				      "mode %d piece %zu: message %d kind %d", mode, pieces[p], i,
+				      m->kind);
+				CHECK_STR(m->body.watch.type, i ? "MODIFIED" : "ADDED");
+				CHECK_STR(m->body.watch.object.meta.name, "h1");
+				CHECK_STR(m->body.watch.object.pod.node_name, i ? "node-a" : "");
+			}
+			free(s.m);
+		}
+	}
+	fixture__free(recs, n);
+
+	static const struct {
+		const char *b;
+		size_t len; /* 0: strlen (the protobuf ones have NULs inside) */
+		int want;
+	} chunks[] = {
+		{ "36b\r\n\0\0\x03\x67\x0a", 10, 1 }, /* 0x36b = 0x367 + 4 */
+		{ "36c\r\n\0\0\x03\x67\x0a", 10, 0 }, /* the frame does not fit the chunk */
+		{ "36b\r\n\0\0\x03\x67\x12", 10, 0 }, /* not a WatchEvent's first field */
+		{ "2a\r\n{\"type\":\"MODIFIED\"", 0, 1 },
+		{ "2a\r\n{\"kind\":\"Pod\"}", 0, 0 },
+		{ "2a\r\n{\"ty", 0, -1 },
+		{ "36b\r", 0, -1 },
+		{ "GET / HTTP/1.1\r\n", 0, 0 },
+		{ "123456789\r\n", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+		size_t len = chunks[i].len ? chunks[i].len : strlen(chunks[i].b);
+		CHECK(http1__watch_chunk((const uint8_t *)chunks[i].b, len) == chunks[i].want,
+		      "watch chunk %zu", i);
+	}
+}
+
 int main(void)
 {
 	test_client_dir();
@@ -920,5 +978,6 @@ int main(void)
 	test_begin();
 	test_capture();
 	test_midstream_fixture();
+	test_http1_watch_midway();
 	return check_summary("midconn");
 }
