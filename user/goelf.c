@@ -1166,8 +1166,8 @@ static struct go_binary *go_binary__init(struct go_binary *gb, char *why, size_t
 		err = bi_err;
 		goto fail;
 	}
-	if (!bi_err && gb->bi.go_major == 1 && gb->bi.go_minor < 17) {
-		gb_error(gb, "Go 1.%d binary: bindtrace needs Go 1.17 or newer", gb->bi.go_minor);
+	if (!bi_err && gb->bi.go_major == 1 && gb->bi.go_minor < 18) {
+		gb_error(gb, "Go 1.%d binary: bindtrace needs Go 1.18 or newer", gb->bi.go_minor);
 		err = -ENOTSUP;
 		goto fail;
 	}
@@ -1180,7 +1180,7 @@ static struct go_binary *go_binary__init(struct go_binary *gb, char *why, size_t
 	if (err == -ENOTSUP && bi_err) {
 		/* Old enough to predate buildinfo's inline layout and our pclntab reader. */
 		gb_error(gb,
-			 "Go binary older than 1.18 (%s): bindtrace needs Go 1.17 or newer and "
+			 "Go binary older than 1.18 (%s): bindtrace needs Go 1.18 or newer and "
 			 "reads Go 1.18+ tables",
 			 pcln_why);
 		goto fail;

@@ -62,9 +62,9 @@ struct go_text_info {
 };
 
 /* Open and validate a Go ELF executable (x86-64, Go 1.18 or newer). Returns NULL with errno set
- * and a one-line reason in why (e.g. "Go 1.16 binary: bindtrace needs Go 1.17 or newer",
+ * and a one-line reason in why (e.g. "Go 1.16 binary: bindtrace needs Go 1.18 or newer",
  * "not a Go binary: no .go.buildinfo and no Go pclntab") when anything cannot be established.
- * Go 1.17 binaries are refused too: their pclntab layout (magic 0xfffffffa) is not read. */
+ * Go 1.17 binaries are refused: their pclntab layout (magic 0xfffffffa) is not read. */
 struct go_binary *go_binary__open(const char *path, char *why, size_t why_len);
 /* The same on an ELF image in memory (copied: the caller keeps data): for tests and fuzzing. */
 struct go_binary *go_binary__open_mem(const void *data, size_t size, char *why, size_t why_len);

@@ -344,7 +344,7 @@ def main():
     check_refused(bindtrace, "/nonexistent/kube-apiserver", "missing", "No such file")
     check_refused(bindtrace, "/", "directory", "is a directory")
     check_refused(bindtrace, os.path.join(fixtures, "go1.16/version/tlsfix"), "go1.16",
-                  "Go 1.16 binary: bindtrace needs Go 1.17 or newer")
+                  "Go 1.16 binary: bindtrace needs Go 1.18 or newer")
     check_refused(bindtrace, os.path.join(fixtures, "go1.16/magic/tlsfix"), "1.16 pclntab",
                   "magic 0xfffffffa")
     check_refused(bindtrace, os.path.join(fixtures, "notls/notls"), "no crypto/tls",

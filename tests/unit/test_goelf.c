@@ -306,7 +306,7 @@ static void check_damage(const char *path)
 	if (at != SIZE_MAX) {
 		memcpy(bad, good, size);
 		memcpy(bad + at + 35, "1.16", 4); /* go1.2x.y -> go1.16.y */
-		expect_refused("go1.16 buildinfo", bad, size, "needs Go 1.17 or newer");
+		expect_refused("go1.16 buildinfo", bad, size, "needs Go 1.18 or newer");
 		memcpy(bad, good, size);
 		bad[at + 32] = 0xff; /* version length varint runs past the end */
 		bad[at + 33] = 0xff;
@@ -385,7 +385,7 @@ static void test_fixtures(const char *dir)
 
 	snprintf(path, sizeof(path), "%s/go1.16/version/tlsfix", dir);
 	CHECK(!go_binary__open(path, why, sizeof(why)), "go1.16 accepted");
-	CHECK(strcmp(why, "Go 1.16 binary: bindtrace needs Go 1.17 or newer") == 0, "%s", why);
+	CHECK(strcmp(why, "Go 1.16 binary: bindtrace needs Go 1.18 or newer") == 0, "%s", why);
 	snprintf(path, sizeof(path), "%s/go1.16/magic/tlsfix", dir);
 	CHECK(!go_binary__open(path, why, sizeof(why)), "1.16 pclntab accepted");
 	CHECK(strstr(why, "0xfffffffa") != NULL, "%s", why);
