@@ -292,11 +292,20 @@ struct tls_conn_key {
 	__u64 tls_conn;
 };
 
+/* The socket found for a *tls.Conn. Its inode too: once that connection is closed and its
+ * tls.Conn freed, a new one may be allocated at the same address while the old descriptor
+ * number belongs to another socket. */
+struct tls_conn_fd {
+	__s32 fd;
+	__u32 pad;
+	__u64 ino;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct tls_conn_key);
-	__type(value, __s32); /* fd */
+	__type(value, struct tls_conn_fd);
 } tls_conn_fds SEC(".maps");
 
 static __always_inline int netfd_socket(__u64 netfd)
@@ -381,13 +390,16 @@ static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_st
 	struct tls_conn_key key = { .tgid = tgid, .tls_conn = tls_conn };
 	struct conn_search s = { .tgid = tgid, .fd = -1 };
 	__u32 zero = 0;
-	__s32 *cached;
+	struct tls_conn_fd *cached, found = {};
 
 	cached = bpf_map_lookup_elem(&tls_conn_fds, &key);
 	if (cached) {
-		*st = conn_of_fd(tgid, *cached, ino);
-		if (*st)
-			return *cached;
+		int fd = cached->fd;
+		__u64 want = cached->ino;
+
+		*st = conn_of_fd(tgid, fd, ino);
+		if (*st && *ino == want)
+			return fd;
 		bpf_map_delete_elem(&tls_conn_fds, &key);
 	}
 	s.tree = bpf_map_lookup_elem(&conn_trees, &zero);
@@ -402,7 +414,9 @@ static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_st
 		return -1;
 	*st = s.st;
 	*ino = s.ino;
-	bpf_map_update_elem(&tls_conn_fds, &key, &s.fd, BPF_ANY);
+	found.fd = s.fd;
+	found.ino = s.ino;
+	bpf_map_update_elem(&tls_conn_fds, &key, &found, BPF_ANY);
 	return s.fd;
 }
 
