@@ -4,6 +4,7 @@
  * the correlator, and hand finished binds to the outputs. */
 #include <argp.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,8 +69,26 @@ struct conn_ctx {
 	struct trace_state *st;
 };
 
+/* Closing a uprobe takes the kernel about 0.1 s (it waits for a grace period): an exited
+ * process's probes are closed by this thread, so that a kubectl coming and going does not stall
+ * the ring buffer for a second. */
+struct reap_job {
+	struct bpf_link **links;
+	size_t n;
+	struct reap_job *next;
+};
+
+struct link_reaper {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct reap_job *head;
+	pthread_t thread;
+	bool started, done;
+};
+
 struct trace_state {
 	struct trace_options opt;
+	struct link_reaper reaper;
 	struct capture_bpf *skel;
 	struct target targets[MAX_TRACED];
 	int n_targets;
@@ -346,6 +365,22 @@ static uint64_t load_bias(struct target *t)
 	return bias;
 }
 
+/* Why attaching failed, in the error line: a process that exited meanwhile says so rather than
+ * what the failed step saw (ENOENT on /proc/PID/exe, ESRCH from the uprobe). */
+static void attach_failed(const struct target *t, const char *why)
+{
+	struct process_info now;
+
+	if (t->role == ROLE_WATCHER && !verbose)
+		return;
+	if (discover__process(t->proc.pid, &now) == -ESRCH)
+		fprintf(stderr, "bindtrace: %s pid %d (%s): exited while being attached\n",
+			role_exe[t->role], t->proc.pid, t->proc.exe);
+	else
+		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role], t->proc.pid,
+			t->proc.exe, why);
+}
+
 static int attach_target(struct trace_state *st, struct target *t)
 {
 	char path[64], why[512];
@@ -358,9 +393,7 @@ static int attach_target(struct trace_state *st, struct target *t)
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
 	t->gb = go_binary__open(path, why, sizeof(why));
 	if (!t->gb) {
-		if (t->role != ROLE_WATCHER || verbose)
-			fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role],
-				t->proc.pid, t->proc.exe, why);
+		attach_failed(t, why);
 		return -EINVAL;
 	}
 	bi = go_binary__buildinfo(t->gb);
@@ -384,9 +417,7 @@ static int attach_target(struct trace_state *st, struct target *t)
 	}
 	err = tls_attachment__attach(&t->tls, st->skel, t->proc.pid, path, why, sizeof(why));
 	if (err) {
-		if (t->role != ROLE_WATCHER || verbose)
-			fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role],
-				t->proc.pid, t->proc.exe, why);
+		attach_failed(t, why);
 		return err;
 	}
 	if (t->role == ROLE_SCHEDULER) {
@@ -447,10 +478,87 @@ static int find_role(struct trace_state *st, enum process_role role, pid_t given
 	return n;
 }
 
+static void *reaper__run(void *arg)
+{
+	struct link_reaper *r = arg;
+	struct reap_job *job;
+	size_t i;
+
+	for (;;) {
+		pthread_mutex_lock(&r->lock);
+		while (!r->head && !r->done)
+			pthread_cond_wait(&r->cond, &r->lock);
+		job = r->head;
+		if (job)
+			r->head = job->next;
+		pthread_mutex_unlock(&r->lock);
+		if (!job)
+			return NULL;
+		for (i = 0; i < job->n; i++)
+			bpf_link__destroy(job->links[i]);
+		free(job->links);
+		free(job);
+	}
+}
+
+/* Takes the links (an array of n from malloc) to close them in the background, or closes them
+ * here when no thread can be had. */
+static void reaper__add(struct link_reaper *r, struct bpf_link **links, size_t n)
+{
+	struct reap_job *job = calloc(1, sizeof(*job));
+	size_t i;
+
+	pthread_mutex_lock(&r->lock);
+	if (job && !r->started && !r->done)
+		r->started = pthread_create(&r->thread, NULL, reaper__run, r) == 0;
+	if (job && r->started) {
+		job->links = links;
+		job->n = n;
+		job->next = r->head;
+		r->head = job;
+		pthread_cond_signal(&r->cond);
+		links = NULL;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (links) {
+		for (i = 0; i < n; i++)
+			bpf_link__destroy(links[i]);
+		free(links);
+		free(job);
+	}
+}
+
+/* Waits until every handed link is closed. */
+static void reaper__finish(struct link_reaper *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->done = true;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	if (r->started)
+		pthread_join(r->thread, NULL);
+	r->started = false;
+}
+
+/* Probes of a process that is still running are closed at once: new ones may follow on it. Those
+ * of one that exited can see nothing more and go to the reaper. */
 static void detach_target(struct trace_state *st, struct target *t)
 {
 	__u32 pid = (__u32)t->proc.pid;
+	struct process_info now;
+	struct bpf_link **links;
 
+	if ((t->tls.n_links || t->call_link) && discover__process(t->proc.pid, &now) == -ESRCH &&
+	    (links = realloc(t->tls.links, (t->tls.n_links + 1) * sizeof(*links)))) {
+		size_t n = t->tls.n_links;
+
+		if (t->call_link)
+			links[n++] = t->call_link;
+		reaper__add(&st->reaper, links, n);
+		t->tls.links = NULL;
+		t->tls.n_links = 0;
+		t->call_link = NULL;
+	}
 	bpf_link__destroy(t->call_link);
 	t->call_link = NULL;
 	tls_attachment__detach(&t->tls);
@@ -1078,6 +1186,8 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, "bindtrace: out of memory\n");
 		return 1;
 	}
+	pthread_mutex_init(&st->reaper.lock, NULL);
+	pthread_cond_init(&st->reaper.cond, NULL);
 	st->opt.ringbuf_bytes = 16 * 1024 * 1024;
 	st->opt.linger_ms = 500;
 	st->opt.watchers = true;
@@ -1128,7 +1238,10 @@ int cmd_trace(int argc, char **argv)
 			strerror(-err));
 		goto cleanup;
 	}
-	for (i = 0; i < st->n_targets; i++) {
+	/* Downstream first (etcd, then the apiserver, then the scheduler): a bind whose request is
+	 * seen then finds the rest of its path already probed, and one already in flight lacks its
+	 * request, which says it began before bindtrace attached. */
+	for (i = st->n_targets - 1; i >= 0; i--) {
 		if (attach_target(st, &st->targets[i]))
 			goto cleanup;
 		if (st->targets[i].role == ROLE_SCHEDULER)
@@ -1219,6 +1332,7 @@ int cmd_trace(int argc, char **argv)
 		st->conn_table_full ? "; connection table full: some traffic not decoded" : "");
 	rc = trace_outputs__finish(st->outputs) ? 1 : 0;
 cleanup:
+	reaper__finish(&st->reaper);
 	ring_buffer__free(ring);
 	for (i = 0; i < n_tp; i++)
 		bpf_link__destroy(tp_links[i]);
