@@ -21,6 +21,7 @@ not there says why. Prints what it finds; exits 1 on the first failure.
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_timeline import ORDER, STAGES, load  # noqa: E402
 
