@@ -334,11 +334,13 @@ static void on_binding_response(struct correlator *c, const struct actor *who,
 	struct stage *st;
 
 	if (!b) {
-		/* The request was not seen (the tracer attached in between): open it anyway. */
+		/* The request was not seen: the tracer attached in between (if the answer came
+		 * soon enough after attaching for that), or it was lost. Open it anyway. */
 		b = bind_for(c, ns, name, msg->ts_first_ns, true);
 		if (!b)
 			return;
-		b->t.started_midway = true;
+		if (msg->ts_first_ns < c->opt.attach_ns + c->opt.max_open_ns)
+			b->t.started_midway = true;
 	}
 	st = &b->t.stages[scheduler ? STAGE_BIND_RESPONSE_RECEIVED : STAGE_BIND_RESPONSE];
 	set_stage(st, who, scheduler ? msg->ts_last_ns : msg->ts_first_ns, msg->ts_first_ns,
