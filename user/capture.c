@@ -423,6 +423,8 @@ int cmd_capture(int argc, char **argv)
 
 	argp_parse(&argp, argc, argv, 0, NULL, &opt);
 	util__setup_libbpf_log();
+	if (selfcheck__preflight("bindtrace: capture"))
+		return 1;
 
 	for (i = 0; i < opt.n_pids; i++) {
 		err = discover__process(opt.pids[i], &info);

@@ -9,4 +9,9 @@ int cmd_capture(int argc, char **argv); /* capture: raw TLS/TCP plaintext */
 int cmd_inspect(int argc, char **argv); /* inspect BINARY: what goelf finds */
 int cmd_decode(int argc, char **argv);	/* decode FILE.jsonl: decode a recorded capture */
 
+/* Before tracing: privileges (root, or CAP_BPF and CAP_PERFMON) and the kernel's BTF. Says what
+ * is missing in one line starting with prefix ("bindtrace", "bindtrace: capture") and returns
+ * -1; 0 when both are there. */
+int selfcheck__preflight(const char *prefix);
+
 #endif

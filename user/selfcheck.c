@@ -60,6 +60,28 @@ static int has_cap(const struct __user_cap_data_struct data[2], int cap)
 	return !!(data[cap / 32].effective & (1u << (cap % 32)));
 }
 
+int selfcheck__preflight(const char *prefix)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+
+	if (syscall(SYS_capget, &hdr, data) == 0 && !has_cap(data, CAP_SYS_ADMIN) &&
+	    !(has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON))) {
+		fprintf(stderr,
+			"%s: needs root, or CAP_BPF and CAP_PERFMON (see bindtrace --check)\n",
+			prefix);
+		return -1;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		fprintf(stderr,
+			"%s: no kernel BTF at /sys/kernel/btf/vmlinux: %s (the kernel needs "
+			"CONFIG_DEBUG_INFO_BTF; see bindtrace --check)\n",
+			prefix, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* The uprobe target: noinline and used, so it exists at a stable address in this binary. */
 __attribute__((noinline, used)) int bindtrace_check_marker(int x)
 {

@@ -228,7 +228,7 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 	case OPT_POD:
 		slash = strchr(arg, '/');
 		if (slash) {
-			if (slash == arg || !slash[1] ||
+			if (slash == arg || !slash[1] || strchr(slash + 1, '/') ||
 			    (size_t)(slash - arg) >= sizeof(opt->pod_ns))
 				argp_error(state, "invalid --pod '%s' (NS/NAME)", arg);
 			memcpy(opt->pod_ns, arg, (size_t)(slash - arg));
@@ -1205,6 +1205,8 @@ int cmd_trace(int argc, char **argv)
 	if (!st->outputs)
 		goto cleanup; /* it said why */
 
+	if (selfcheck__preflight("bindtrace"))
+		goto cleanup;
 	if ((err = find_role(st, ROLE_SCHEDULER, st->opt.scheduler_pid)) < 0 ||
 	    (found += err, err = find_role(st, ROLE_APISERVER, st->opt.apiserver_pid)) < 0 ||
 	    (found += err, err = find_role(st, ROLE_ETCD, st->opt.etcd_pid)) < 0)
