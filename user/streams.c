@@ -57,6 +57,49 @@ struct stream *streams__get(struct streams *s, uint32_t pid, uint64_t conn, uint
 	return NULL;
 }
 
+struct stream *streams__find(struct streams *s, uint32_t pid, uint64_t conn, uint8_t dir)
+{
+	size_t i, mask = s->cap - 1, idx = hash(pid, conn, dir) & mask;
+
+	for (i = 0; i < s->cap; i++, idx = (idx + 1) & mask) {
+		struct stream *st = &s->slots[idx];
+
+		if (!st->used)
+			return NULL;
+		if (st->pid == pid && st->conn == conn && st->dir == dir)
+			return st;
+	}
+	return NULL;
+}
+
+/* Linear probing without tombstones: the entries after the hole that would no longer be found
+ * from their home slot are moved back into it (backward-shift deletion). */
+void streams__del(struct streams *s, struct stream *st)
+{
+	size_t mask = s->cap - 1, hole = (size_t)(st - s->slots), i = hole;
+
+	if (!st->used)
+		return;
+	memset(st, 0, sizeof(*st));
+	s->count--;
+	for (;;) {
+		struct stream *next;
+		size_t home;
+
+		i = (i + 1) & mask;
+		next = &s->slots[i];
+		if (!next->used)
+			return;
+		home = hash(next->pid, next->conn, next->dir) & mask;
+		/* Stays if its home lies cyclically in (hole, i]. */
+		if (hole <= i ? (home > hole && home <= i) : (home > hole || home <= i))
+			continue;
+		s->slots[hole] = *next;
+		memset(next, 0, sizeof(*next));
+		hole = i;
+	}
+}
+
 uint64_t stream__advance(struct stream *st, uint64_t offset, uint32_t len)
 {
 	uint64_t missed = 0;

@@ -31,6 +31,11 @@ void streams__free(struct streams *s);
 /* The stream of (pid, conn, dir), created on first use; NULL when the table is full. */
 struct stream *streams__get(struct streams *s, uint32_t pid, uint64_t conn, uint8_t dir);
 
+/* The stream of (pid, conn, dir) if there is one. */
+struct stream *streams__find(struct streams *s, uint32_t pid, uint64_t conn, uint8_t dir);
+/* Forget a stream (its user pointer is the caller's to free first). */
+void streams__del(struct streams *s, struct stream *st);
+
 /* Account an event of len bytes at offset; returns how many bytes were missed before it (a gap:
  * dropped events or unreadable memory), 0 when it continues the stream. An offset behind the
  * stream (a re-sent event) returns 0 and is counted as bytes. */

@@ -67,6 +67,7 @@ struct conn_ctx {
 	struct actor who;
 	struct conn_decoder *dec;
 	struct trace_state *st;
+	uint64_t last_ns; /* the last event's time */
 };
 
 /* Closing a uprobe takes the kernel about 0.1 s (it waits for a grace period): an exited
@@ -104,6 +105,7 @@ struct trace_state {
 	uint64_t drops_seen;
 	uint64_t events;
 	bool conn_table_full;
+	uint64_t conns_closed; /* decoders freed after their socket closed */
 	char fd_cache_path[64][256];
 	int fd_cache_key[64][2];
 };
@@ -626,6 +628,121 @@ static void release_watcher(struct trace_state *st, pid_t pid, const struct targ
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The socket inodes open in pid, sorted (n = 0 when it is gone). */
+static uint64_t *open_sockets(pid_t pid, size_t *n)
+{
+	char path[64], link[64];
+	uint64_t *inos = NULL, ino;
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	d = opendir(path);
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		char fdpath[64 + sizeof(de->d_name)];
+		ssize_t len;
+
+		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
+		len = readlink(fdpath, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (sscanf(link, "socket:[%llu]", (unsigned long long *)&ino) != 1)
+			continue;
+		if (*n == cap) {
+			uint64_t *more = realloc(inos, (cap ? cap * 2 : 256) * sizeof(*inos));
+			if (!more)
+				break;
+			inos = more;
+			cap = cap ? cap * 2 : 256;
+		}
+		inos[(*n)++] = ino;
+	}
+	closedir(d);
+	if (*n)
+		qsort(inos, *n, sizeof(*inos), cmp_u64);
+	return inos;
+}
+
+/* Connections idle for a while whose socket is no longer open in their process are closed:
+ * their decoders and stream slots are freed, so a long run with many short-lived clients keeps
+ * its memory (and the tables keep room). Idle ones only, so the /proc scan stays rare. */
+#define CONN_IDLE_NS 10000000000ull
+
+static void sweep_closed(struct trace_state *st, uint64_t now)
+{
+	struct closed {
+		pid_t pid;
+		uint64_t conn;
+	} *idle = NULL;
+	size_t n_idle = 0, cap = 0, i, j;
+
+	for (i = 0; st->conns.slots && i < st->conns.cap; i++) {
+		struct conn_ctx *cc = st->conns.slots[i].user;
+
+		if (!cc || now < cc->last_ns + CONN_IDLE_NS)
+			continue;
+		if (n_idle == cap) {
+			struct closed *more = realloc(idle, (cap ? cap * 2 : 64) * sizeof(*idle));
+			if (!more)
+				break;
+			idle = more;
+			cap = cap ? cap * 2 : 64;
+		}
+		idle[n_idle].pid = cc->who.pid;
+		idle[n_idle++].conn = cc->who.conn;
+	}
+	for (i = 0; i < n_idle;) {
+		pid_t pid = idle[i].pid;
+		size_t n_open;
+		uint64_t *open = open_sockets(pid, &n_open);
+
+		for (j = i; j < n_idle; j++) {
+			struct stream *cs, *s;
+			struct conn_ctx *cc;
+
+			if (idle[j].pid != pid || idle[j].conn == 0)
+				continue;
+			if (open && bsearch(&idle[j].conn, open, n_open, sizeof(*open), cmp_u64)) {
+				idle[j].conn = 0;
+				continue;
+			}
+			cs = streams__find(&st->conns, (uint32_t)pid, idle[j].conn, 0);
+			cc = cs ? cs->user : NULL;
+			if (cc) {
+				conn_decoder__close(cc->dec, now);
+				conn_decoder__free(cc->dec);
+				free(cc);
+				streams__del(&st->conns, cs);
+				st->conns_closed++;
+			}
+			for (int dir = 0; dir < 2; dir++) {
+				s = streams__find(&st->streams, (uint32_t)pid, idle[j].conn,
+						  (uint8_t)dir);
+				if (s)
+					streams__del(&st->streams, s);
+			}
+			idle[j].conn = 0;
+		}
+		free(open);
+		/* Next pid not yet looked at. */
+		while (i < n_idle && (idle[i].pid == pid || idle[i].conn == 0))
+			i++;
+	}
+	free(idle);
+}
+
 /* A traced process that exited (a restarted kube-scheduler, say) is replaced by the process now
  * running the same command, attached afresh; until one appears the role is marked gone. */
 static void check_restarts(struct trace_state *st)
@@ -1009,6 +1126,7 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		correlator__loss(st->corr, t->proc.pid, e->conn, e->hdr.ts_ns);
 	}
 	trace_outputs__data(st->outputs, &cc->who, e);
+	cc->last_ns = e->hdr.ts_ns;
 	conn_decoder__feed(cc->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
 }
 
@@ -1177,7 +1295,7 @@ int cmd_trace(int argc, char **argv)
 	struct bpf_program *prog;
 	const char *tracefs;
 	bool mounted;
-	uint64_t start, deadline = 0, next_tick = 0, next_restart_check = 0;
+	uint64_t start, deadline = 0, next_tick = 0, next_restart_check = 0, next_sweep = 0;
 	int err = 0, i, n_tp = 0, found = 0;
 	int rc = 1;
 
@@ -1318,6 +1436,10 @@ int cmd_trace(int argc, char **argv)
 			check_restarts(st);
 			next_restart_check = now + 1000000000ull;
 		}
+		if (now >= next_sweep) {
+			sweep_closed(st, now);
+			next_sweep = now + 5000000000ull;
+		}
 		if (deadline && now >= deadline)
 			break;
 	}
@@ -1332,6 +1454,9 @@ int cmd_trace(int argc, char **argv)
 		(unsigned long long)cstats.binds, (unsigned long long)cstats.complete,
 		(unsigned long long)cstats.unschedulable,
 		st->conn_table_full ? "; connection table full: some traffic not decoded" : "");
+	if (verbose)
+		fprintf(stderr, "bindtrace: %llu connections closed and their decoders freed\n",
+			(unsigned long long)st->conns_closed);
 	rc = trace_outputs__finish(st->outputs) ? 1 : 0;
 cleanup:
 	reaper__finish(&st->reaper);
