@@ -161,7 +161,7 @@ static const struct argp_option trace_argp_options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Exit after SECONDS", 3 },
 	{ NULL, 0, NULL, 0, "Tuning:", 4 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
-	  "Ring buffer size, a power of two >= 4096 (default 16777216)", 4 },
+	  "Ring buffer size, a power of two >= 4096 (default 4194304)", 4 },
 	{ "linger", OPT_LINGER, "MS", 0,
 	  "Wait this long after a bind's response for its watch events (default 500)", 4 },
 	{ NULL, 0, NULL, 0, "Other:", 5 },
@@ -1306,7 +1306,7 @@ int cmd_trace(int argc, char **argv)
 	}
 	pthread_mutex_init(&st->reaper.lock, NULL);
 	pthread_cond_init(&st->reaper.cond, NULL);
-	st->opt.ringbuf_bytes = 16 * 1024 * 1024;
+	st->opt.ringbuf_bytes = 4 * 1024 * 1024;
 	st->opt.linger_ms = 500;
 	st->opt.watchers = true;
 	argp_parse(&argp, argc, argv, 0, NULL, &st->opt);
