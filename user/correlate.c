@@ -43,6 +43,7 @@ struct observation {
 	uint32_t stream_id;
 	struct actor who;
 	char key[KEY_MAX];   /* etcd key, or "ns/name" */
+	uint64_t key_hash;   /* of key: compared before it */
 	int64_t revision;    /* response/watch revision, or a watch event's resourceVersion */
 	int64_t compare_rev; /* Txn compare */
 	bool succeeded;
@@ -58,7 +59,9 @@ struct observation {
 
 struct open_bind {
 	bool used;
-	bool responded; /* bind_response or bind_response_received seen */
+	uint64_t responded_ns;	/* when the bind's response was first seen */
+	uint64_t etcd_watch_ns; /* when the apiserver read etcd's watch event of the pod */
+	bool responded;		/* bind_response or bind_response_received seen */
 	uint64_t close_after_ns;
 	struct bind_timeline t;
 };
@@ -75,6 +78,7 @@ struct correlator {
 	void *ctx;
 	struct open_bind *binds;
 	size_t n_open;
+	size_t hi_water; /* binds[hi_water...] have never been used */
 	struct observation *obs;
 	uint64_t obs_next; /* total ever added; slot = obs_next % MAX_OBS */
 	struct loss losses[MAX_LOSSES];
@@ -229,6 +233,28 @@ static void set_stage(struct stage *st, const struct actor *who, uint64_t mono, 
 	st->missing[0] = '\0';
 }
 
+static uint64_t key_hash(const char *key)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (*key)
+		h = (h ^ (uint8_t)*key++) * 0x100000001b3ull;
+	return h;
+}
+
+static void obs_set_key(struct observation *o, const char *key)
+{
+	util__copy(o->key, sizeof(o->key), key);
+	o->key_hash = key_hash(o->key);
+}
+
+static bool obs_key_is(const struct observation *o, const char *key, uint64_t hash)
+{
+	return o->key_hash == hash && strcmp(o->key, key) == 0;
+}
+
+static void close_bind(struct correlator *c, struct open_bind *b);
+
 /* The open bind of this pod still waiting for its response, or a new one. */
 static struct open_bind *bind_for(struct correlator *c, const char *ns, const char *name,
 				  uint64_t now, bool create)
@@ -236,7 +262,7 @@ static struct open_bind *bind_for(struct correlator *c, const char *ns, const ch
 	struct open_bind *free_slot = NULL, *b;
 	size_t i;
 
-	for (i = 0; i < MAX_OPEN; i++) {
+	for (i = 0; i < c->hi_water; i++) {
 		b = &c->binds[i];
 		if (!b->used) {
 			if (!free_slot)
@@ -249,6 +275,8 @@ static struct open_bind *bind_for(struct correlator *c, const char *ns, const ch
 	}
 	if (!create)
 		return NULL;
+	if (!free_slot && c->hi_water < MAX_OPEN)
+		free_slot = &c->binds[c->hi_water++];
 	if (!free_slot) {
 		/* Full: close the oldest now, as it is. */
 		struct open_bind *oldest = NULL;
@@ -257,8 +285,7 @@ static struct open_bind *bind_for(struct correlator *c, const char *ns, const ch
 			if (!oldest || c->binds[i].t.opened_ns < oldest->t.opened_ns)
 				oldest = &c->binds[i];
 		c->stats.evicted++;
-		oldest->close_after_ns = 0;
-		correlator__tick(c, now, false);
+		close_bind(c, oldest);
 		free_slot = oldest;
 	}
 	memset(free_slot, 0, sizeof(*free_slot));
@@ -279,7 +306,7 @@ static struct open_bind *bind_for_response(struct correlator *c, const char *ns,
 	struct open_bind *best = NULL, *b;
 	size_t i;
 
-	for (i = 0; i < MAX_OPEN; i++) {
+	for (i = 0; i < c->hi_water; i++) {
 		b = &c->binds[i];
 		if (b->used && strcmp(b->t.name, name) == 0 && strcmp(b->t.namespace_, ns) == 0 &&
 		    (!best || b->t.opened_ns > best->t.opened_ns))
@@ -357,6 +384,8 @@ static void on_binding_response(struct correlator *c, const struct actor *who,
 			   msg->body.k8s.status.reason[0] ? msg->body.k8s.status.reason
 							  : msg->body.k8s.status.status);
 	b->responded = true;
+	if (!b->responded_ns)
+		b->responded_ns = msg->ts_last_ns;
 	/* Close once the side that answers last was seen, or the other when that one is not
 	 * traced; the watch events that follow get the linger. */
 	if (scheduler || !c->opt.have_scheduler)
@@ -455,7 +484,7 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 			o = obs_add(c, OBS_ETCD_TXN_IN, who, msg);
 		else
 			return;
-		util__copy(o->key, sizeof(o->key), key);
+		obs_set_key(o, key);
 		o->compare_rev = txn->compare_revision;
 		if (txn->has_put && txn->put.value.kind == K8S_KIND_POD)
 			util__copy(o->node, sizeof(o->node), txn->put.value.pod.node_name);
@@ -479,12 +508,28 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 		if (!is_pod_key(ev->kv.key))
 			return;
 		o = obs_add(c, OBS_ETCD_WATCH, who, msg);
-		util__copy(o->key, sizeof(o->key), ev->kv.key);
+		obs_set_key(o, ev->kv.key);
 		o->revision = ev->kv.mod_revision;
 		o->prev_known = ev->has_prev_kv;
 		util__copy(o->prev_node, sizeof(o->prev_node), ev->prev_node_name);
 		if (ev->kv.value.kind == K8S_KIND_POD)
 			util__copy(o->node, sizeof(o->node), ev->kv.value.pod.node_name);
+		/* The write of a bind (nodeName "" -> node) reached the apiserver's watch: its
+		 * bind may close once the watchers have had their linger. */
+		if (o->node[0] && !o->prev_node[0]) {
+			char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
+			const char *rest = ev->kv.key + 15, *slash = strchr(rest, '/');
+			struct open_bind *b;
+
+			if (slash && (size_t)(slash - rest) < sizeof(ns)) {
+				memcpy(ns, rest, (size_t)(slash - rest));
+				ns[slash - rest] = 0;
+				util__copy(name, sizeof(name), slash + 1);
+				b = bind_for_response(c, ns, name);
+				if (b)
+					b->etcd_watch_ns = msg->ts_last_ns;
+			}
+		}
 	}
 }
 
@@ -506,6 +551,7 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 		return;
 	o = obs_add(c, sent ? OBS_WATCH_SENT : OBS_WATCH_RECEIVED, who, msg);
 	snprintf(o->key, sizeof(o->key), "%s/%s", obj->meta.namespace, obj->meta.name);
+	o->key_hash = key_hash(o->key);
 	o->revision = strtoll(obj->meta.resource_version, NULL, 10);
 	util__copy(o->event_type, sizeof(o->event_type), msg->body.watch.type);
 	if (obj->kind == K8S_KIND_POD) {
@@ -560,6 +606,7 @@ void correlator__call(struct correlator *c, const char *ns, const char *name,
 	struct observation *o = obs_add(c, OBS_CALL, &none, NULL);
 
 	snprintf(o->key, sizeof(o->key), "%s/%s", ns, name);
+	o->key_hash = key_hash(o->key);
 	o->first_ns = o->last_ns = citation->mono_ns;
 	o->citation = malloc(sizeof(*o->citation));
 	if (o->citation)
@@ -592,13 +639,14 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 {
 	char key[KEY_MAX];
 	struct observation *o, *sent = NULL, *in = NULL, *out = NULL, *fs = NULL;
-	uint64_t i;
+	uint64_t i, hash;
 
 	pod_key(key, sizeof(key), t->namespace_, t->name);
+	hash = key_hash(key);
 	/* Every Txn the apiserver wrote on this pod in the window: the attempts. */
 	for_each_obs(c, o, i)
 	{
-		if (o->kind != OBS_TXN_SENT || strcmp(o->key, key) != 0 ||
+		if (o->kind != OBS_TXN_SENT || !obs_key_is(o, key, hash) ||
 		    o->first_ns < window_start || o->first_ns > window_end)
 			continue;
 		if (t->node[0] && o->node[0] && strcmp(o->node, t->node) != 0)
@@ -634,7 +682,7 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 	/* The same Txn read by etcd: same HTTP/2 stream, the connection seen from the other end. */
 	for_each_obs(c, o, i)
 	{
-		if (o->kind != OBS_ETCD_TXN_IN || strcmp(o->key, key) != 0)
+		if (o->kind != OBS_ETCD_TXN_IN || !obs_key_is(o, key, hash))
 			continue;
 		if (sent ? (o->stream_id == sent->stream_id && same_connection(&o->who, &sent->who))
 			 : (o->first_ns >= window_start && o->first_ns <= window_end)) {
@@ -665,13 +713,14 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 		t->revision = t->txns[t->n_txns - 1].revision;
 	}
 
-	/* The WAL fdatasync that made it durable: the first to start after etcd read the Txn
-	 * and to end before it answered. */
+	/* The WAL fdatasync that made it durable: the first to start after etcd had read the
+	 * whole Txn (one that began while it was still reading cannot hold it) and to end before
+	 * it answered. */
 	if (in && out) {
 		for_each_obs(c, o, i)
 		{
 			if (o->kind == OBS_FSYNC && o->who.pid == in->who.pid &&
-			    o->first_ns >= in->first_ns && o->last_ns <= out->first_ns &&
+			    o->first_ns >= in->last_ns && o->last_ns <= out->first_ns &&
 			    (!fs || o->first_ns < fs->first_ns))
 				fs = o;
 		}
@@ -685,7 +734,7 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 		for_each_obs(c, o, i)
 		{
 			if (o->kind == OBS_ETCD_WATCH && o->revision == t->revision &&
-			    strcmp(o->key, key) == 0) {
+			    obs_key_is(o, key, hash)) {
 				set_stage(&t->stages[STAGE_ETCD_WATCH_EVENT], &o->who, o->last_ns,
 					  o->first_ns, o->last_ns, o->stream_id);
 				t->node_before_known = o->prev_known;
@@ -700,17 +749,19 @@ static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
 	struct observation *o, *r;
-	uint64_t i, j;
+	uint64_t i, j, hash;
 	int k;
 
 	if (!t->revision)
 		return;
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
+	hash = key_hash(key);
 	for_each_obs(c, o, i)
 	{
 		struct watcher *w = NULL;
 
-		if (o->kind != OBS_WATCH_SENT || o->revision != t->revision || strcmp(o->key, key))
+		if (o->kind != OBS_WATCH_SENT || o->revision != t->revision ||
+		    !obs_key_is(o, key, hash))
 			continue;
 		/* One watcher per stream: a Table and its object are the same event. */
 		for (k = 0; k < t->n_watchers; k++)
@@ -736,7 +787,7 @@ static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 		{
 			if (r->kind == OBS_WATCH_RECEIVED && r->revision == t->revision &&
 			    r->stream_id == o->stream_id && same_connection(&r->who, &o->who) &&
-			    strcmp(r->key, key) == 0) {
+			    obs_key_is(r, key, hash)) {
 				set_stage(&w->received, &r->who, r->last_ns, r->first_ns,
 					  r->last_ns, r->stream_id);
 				break;
@@ -752,14 +803,15 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
 	struct observation *o, *best = NULL;
-	uint64_t i, before = t->stages[STAGE_BIND_REQUEST].seen
-				 ? t->stages[STAGE_BIND_REQUEST].mono_ns
-				 : UINT64_MAX;
+	uint64_t i, hash,
+	    before = t->stages[STAGE_BIND_REQUEST].seen ? t->stages[STAGE_BIND_REQUEST].mono_ns
+							: UINT64_MAX;
 
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
+	hash = key_hash(key);
 	for_each_obs(c, o, i)
 	{
-		if (o->kind == OBS_CALL && o->citation && strcmp(o->key, key) == 0 &&
+		if (o->kind == OBS_CALL && o->citation && obs_key_is(o, key, hash) &&
 		    o->first_ns <= before)
 			best = o;
 	}
@@ -907,14 +959,38 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	c->n_open--;
 }
 
+/* A bound pod's write reaches the apiserver's watch of etcd, and from there its watchers, after
+ * the bind was answered; under load seconds after. Its bind stays open until that event was read
+ * (then the linger, for the watchers), or ETCD_WATCH_WAIT_NS after the answer. */
+#define ETCD_WATCH_WAIT_NS 10000000000ull
+
+static bool waiting_for_etcd_watch(struct correlator *c, struct open_bind *b, uint64_t now)
+{
+	int code = b->t.status_code;
+
+	if (!b->responded || b->t.result == BIND_RESULT_UNSCHEDULABLE || code < 200 || code > 299)
+		return false;
+	if (!b->etcd_watch_ns) {
+		if (now >= b->responded_ns + ETCD_WATCH_WAIT_NS)
+			return false;
+		b->close_after_ns = now + 50000000ull;
+		return true;
+	}
+	if (now >= b->etcd_watch_ns + c->opt.linger_ns)
+		return false;
+	b->close_after_ns = b->etcd_watch_ns + c->opt.linger_ns;
+	return true;
+}
+
 void correlator__tick(struct correlator *c, uint64_t now_ns, bool flush)
 {
 	size_t i;
 
-	for (i = 0; i < MAX_OPEN && c->n_open; i++) {
+	for (i = 0; i < c->hi_water && c->n_open; i++) {
 		struct open_bind *b = &c->binds[i];
 
-		if (b->used && (flush || now_ns >= b->close_after_ns))
+		if (b->used && (flush || now_ns >= b->close_after_ns) &&
+		    (flush || !waiting_for_etcd_watch(c, b, now_ns)))
 			close_bind(c, b);
 	}
 }
