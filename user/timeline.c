@@ -323,6 +323,10 @@ void timeline__print_json(FILE *out, const struct bind_timeline *t, int64_t wall
 		json_object_set_new(a, "compare_mod_revision",
 				    json_integer(t->txns[s].compare_revision));
 		json_object_set_new(a, "responded", json_boolean(t->txns[s].responded));
+		/* When the apiserver had read etcd's answer (its gRPC client's end of the call). */
+		if (t->txns[s].responded)
+			json_object_set_new(a, "response_mono_ns",
+					    json_integer((json_int_t)t->txns[s].response_ns));
 		json_object_set_new(a, "succeeded", json_boolean(t->txns[s].succeeded));
 		json_object_set_new(a, "revision", json_integer(t->txns[s].revision));
 		json_array_append_new(txns, a);
