@@ -116,6 +116,19 @@ static uint64_t get_u64(const uint8_t *p)
 	return v;
 }
 
+/* A sweep over a whole table (every function's name, a segment searched for a magic) would leave
+ * every page it read resident for as long as gb lives, tens of MB for a kube-apiserver. Every
+ * `period` steps it drops them (read-only file pages: nothing is lost, a later read faults the
+ * page back in), so a sweep holds a window of the table, not all of it. */
+static void gb_sweep_step(const struct go_binary *gb, uint64_t step, uint64_t period)
+{
+	if (gb->mmapped && step && step % period == 0)
+		madvise(gb->image, gb->size, MADV_DONTNEED);
+}
+
+#define SWEEP_FUNCS 8192u      /* functions per window: ~1-2 MB of the tables */
+#define SWEEP_BYTES (2u << 20) /* bytes per window of a segment scan */
+
 /* Pointer to len bytes of file content at vaddr, or NULL if they are not all in the file. */
 static const uint8_t *gb_ptr(const struct go_binary *gb, uint64_t vaddr, uint64_t len)
 {
@@ -674,6 +687,8 @@ static int buildinfo__find(struct go_binary *gb, uint64_t *vaddr)
 		for (uint64_t off = (16 - (s->vaddr & 15)) & 15; off + 32 <= s->filesz; off += 16) {
 			const uint8_t *p = gb_ptr(gb, s->vaddr + off, 32);
 
+			gb_sweep_step(gb, off & ~15ull, SWEEP_BYTES);
+
 			if (!p)
 				break;
 			if (memcmp(p, buildinfo_magic, sizeof(buildinfo_magic)) == 0) {
@@ -866,6 +881,8 @@ static int pclntab__parse(struct go_binary *gb, uint64_t vaddr, uint64_t region,
 	for (uint64_t i = 0; i <= n_funcs; i++) {
 		uint64_t e = ftab_entryoff(gb, i);
 
+		gb_sweep_step(gb, i, SWEEP_FUNCS);
+
 		if (e < prev || (i < n_funcs && !func__name(gb, i))) {
 			snprintf(why, why_len,
 				 "pclntab at 0x%" PRIx64 ": function %" PRIu64
@@ -890,6 +907,8 @@ static int pclntab__scan(struct go_binary *gb, uint64_t from, uint64_t len, cons
 	for (uint64_t off = (8 - (from & 7)) & 7; off + PCHEADER_SIZE <= len; off += 8) {
 		const uint8_t *p = gb_ptr(gb, from + off, 8);
 		uint32_t magic;
+
+		gb_sweep_step(gb, off & ~7ull, SWEEP_BYTES);
 
 		if (!p)
 			return -ENOENT;
@@ -990,6 +1009,8 @@ static uint64_t moduledata__find(struct go_binary *gb, const char **where)
 		for (uint64_t off = (8 - (s->vaddr & 7)) & 7; off + 8 <= s->filesz; off += 8) {
 			const uint8_t *p = gb_ptr(gb, s->vaddr + off, 8);
 
+			gb_sweep_step(gb, off & ~7ull, SWEEP_BYTES);
+
 			if (!p)
 				break;
 			if (get_u64(p) == gb->ti.pclntab_vaddr &&
@@ -1006,6 +1027,8 @@ static int func__by_name(const struct go_binary *gb, const char *name, uint64_t 
 {
 	for (uint64_t i = 0; i < gb->n_funcs; i++) {
 		const char *n = func__name(gb, i);
+
+		gb_sweep_step(gb, i, SWEEP_FUNCS);
 
 		if (n && n[0] == name[0] && strcmp(n, name) == 0) {
 			*index = i;
@@ -1243,8 +1266,10 @@ struct go_binary *go_binary__open(const char *path, char *why, size_t why_len)
 		return NULL;
 	}
 	gb->size = (size_t)st.st_size;
-	/* Private and writable: libelf may convert in place; nothing reaches the file. */
-	gb->image = mmap(NULL, gb->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	/* Read-only: nothing writes to the image (relocations are kept in gb->relocs, libelf's
+	 * elf_memory() reads in place or converts into its own copies), so its pages stay the page
+	 * cache's and go_binary__release() can drop them from our RSS without losing anything. */
+	gb->image = mmap(NULL, gb->size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (gb->image == MAP_FAILED) {
 		err = errno;
@@ -1298,6 +1323,14 @@ void go_binary__close(struct go_binary *gb)
 	free(gb->repls);
 	free(gb->settings);
 	free(gb);
+}
+
+void go_binary__release(struct go_binary *gb)
+{
+	/* Read-only and private: dropping the pages loses nothing, a later read faults them back
+	 * in from the page cache. A malloc'd image (open_mem) is not ours to drop. */
+	if (gb && gb->mmapped)
+		madvise(gb->image, gb->size, MADV_DONTNEED);
 }
 
 const struct go_buildinfo *go_binary__buildinfo(const struct go_binary *gb)
@@ -1427,6 +1460,28 @@ int64_t go_binary__file_offset(struct go_binary *gb, uint64_t vaddr)
 		return -ERANGE;
 	}
 	return (int64_t)(vaddr - s->vaddr + s->offset);
+}
+
+ssize_t go_binary__read_text(struct go_binary *gb, uint64_t vaddr, void *buf, size_t len)
+{
+	const struct segment *s = gb->exec;
+	uint64_t avail;
+	const uint8_t *p;
+
+	if (vaddr < s->vaddr || vaddr - s->vaddr >= s->filesz) {
+		gb_error(gb, "0x%" PRIx64 " is outside the executable segment", vaddr);
+		return -ERANGE;
+	}
+	avail = s->filesz - (vaddr - s->vaddr);
+	if (len > avail)
+		len = (size_t)avail;
+	p = gb_ptr(gb, vaddr, len);
+	if (!p) {
+		gb_error(gb, "0x%" PRIx64 " is not in the file", vaddr);
+		return -ERANGE;
+	}
+	memcpy(buf, p, len);
+	return (ssize_t)len;
 }
 
 uint64_t go_binary__load_bias(const struct go_binary *gb, uint64_t map_start, uint64_t map_offset)

@@ -92,6 +92,16 @@ int go_binary__check_probe(struct go_binary *gb, const char *name, uint64_t vadd
 /* File offset of vaddr through the executable PT_LOAD (what uprobes take), or -ERANGE. */
 int64_t go_binary__file_offset(struct go_binary *gb, uint64_t vaddr);
 
+/* Copy up to len bytes of the executable segment from vaddr (a prologue to decode): the number
+ * copied (fewer at the segment's end), or -ERANGE when vaddr is outside it. */
+ssize_t go_binary__read_text(struct go_binary *gb, uint64_t vaddr, void *buf, size_t len);
+
+/* Drop the file pages read so far from this process's memory (they stay in the page cache): gb
+ * stays valid, and later calls fault back in only the pages they read. For a gb kept open after
+ * its probes are placed, which opening and validating (every pclntab entry) would otherwise keep
+ * resident. No effect on an image from go_binary__open_mem. */
+void go_binary__release(struct go_binary *gb);
+
 /* Load bias of a running process's image, from any of its mappings of this file as listed in
  * /proc/PID/maps (start address and file offset): runtime address = vaddr + bias. 0 for
  * non-PIE executables mapped where they were linked. */

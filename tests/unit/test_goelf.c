@@ -149,6 +149,48 @@ static uint8_t *read_file(const char *path, size_t *size)
 
 static const char *const tls_funcs[] = { "crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read" };
 
+/* read_text gives the file's bytes; after release every answer is the same, read back. */
+static void check_read_and_release(struct go_binary *gb, const char *path)
+{
+	const struct go_text_info *ti = go_binary__text_info(gb);
+	uint64_t entry, end, rets[64] = { 0 }, rets_after[64],
+			     seg_end = ti->exec_vaddr + ti->exec_filesz;
+	uint8_t got[128], want[128] = { 0 };
+	const char *func, *file, *func_after, *file_after;
+	int line, line_after, n;
+	ssize_t len;
+	int fd;
+
+	CHECK_INT(go_binary__func(gb, tls_funcs[1], &entry, &end), 0);
+	len = go_binary__read_text(gb, entry, got, sizeof(got));
+	CHECK_INT(len, (ssize_t)sizeof(got));
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0, "%s: open", path);
+	if (fd >= 0) {
+		CHECK_INT(pread(fd, want, sizeof(want), go_binary__file_offset(gb, entry)),
+			  (ssize_t)sizeof(want));
+		CHECK(memcmp(got, want, sizeof(want)) == 0, "%s: read_text differs from the file",
+		      path);
+		close(fd);
+	}
+	CHECK_INT(go_binary__read_text(gb, seg_end - 3, got, sizeof(got)), 3);
+	CHECK_INT(go_binary__read_text(gb, seg_end, got, sizeof(got)), -ERANGE);
+	CHECK_INT(go_binary__read_text(gb, ti->exec_vaddr - 1, got, sizeof(got)), -ERANGE);
+
+	n = go_binary__ret_sites(gb, tls_funcs[1], rets, 64);
+	CHECK_INT(go_binary__pc_to_line(gb, rets[0], 0, &func, &file, &line), 0);
+	go_binary__release(gb);
+	CHECK_INT(go_binary__ret_sites(gb, tls_funcs[1], rets_after, 64), n);
+	CHECK(n > 0 && memcmp(rets, rets_after, (size_t)n * sizeof(rets[0])) == 0,
+	      "%s: RETs differ after release", path);
+	CHECK_INT(go_binary__pc_to_line(gb, rets[0], 0, &func_after, &file_after, &line_after), 0);
+	CHECK_STR(func_after, func);
+	CHECK_STR(file_after, file);
+	CHECK_INT(line_after, line);
+	CHECK_INT(go_binary__read_text(gb, entry, got, sizeof(got)), (ssize_t)sizeof(got));
+	CHECK(memcmp(got, want, sizeof(want)) == 0, "%s: read_text differs after release", path);
+}
+
 /* The API on one good build: functions, RETs as boundaries, offsets, bias, lines. */
 static void check_fixture(const char *path)
 {
@@ -214,6 +256,7 @@ static void check_fixture(const char *path)
 	}
 	CHECK_INT(go_binary__func(gb, "crypto/tls.(*Conn).Nope", NULL, NULL), -ENOENT);
 	CHECK_INT(go_binary__pc_to_line(gb, 0x10, 0, NULL, NULL, NULL), -ENOENT);
+	check_read_and_release(gb, path);
 	go_binary__close(gb);
 }
 
