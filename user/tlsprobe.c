@@ -8,8 +8,6 @@
 
 #include <bpf/libbpf.h>
 #include <Zydis/Zydis.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "capture.skel.h"
 #include "events.h"
@@ -73,21 +71,13 @@ int go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx
 	return -ENOENT;
 }
 
-static void find_read_spills(const char *binary, struct go_binary *gb, uint64_t entry,
-			     struct tls_sites *sites)
+static void find_read_spills(struct go_binary *gb, uint64_t entry, struct tls_sites *sites)
 {
 	uint8_t code[128];
-	int64_t off = go_binary__file_offset(gb, entry);
-	int fd, conn, buf, len;
+	int conn, buf, len;
 	ssize_t n;
 
-	if (off < 0)
-		return;
-	fd = open(binary, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = pread(fd, code, sizeof(code), off);
-	close(fd);
+	n = go_binary__read_text(gb, entry, code, sizeof(code));
 	if (n <= 0 || go_spill_slots(code, (size_t)n, &conn, &buf, &len))
 		return;
 	/* The register ABI's order: receiver, then the slice's pointer and length, in consecutive
@@ -99,67 +89,69 @@ static void find_read_spills(const char *binary, struct go_binary *gb, uint64_t 
 	sites->spill_len = len;
 }
 
-int tls_sites__find(const char *binary, struct tls_sites *sites, char *why, size_t why_len)
+int tls_sites__find_in(struct go_binary *gb, struct tls_sites *sites, char *why, size_t why_len)
 {
-	struct go_binary *gb;
 	uint64_t entry, end, rets[TLSPROBE_MAX_RETS];
 	int64_t off;
-	int n, i, err = 0;
+	int n, i;
 
 	memset(sites, 0, sizeof(*sites));
-	gb = go_binary__open(binary, why, why_len);
-	if (!gb)
-		return errno ? -errno : -EINVAL;
 	snprintf(sites->go_version, sizeof(sites->go_version), "%s",
 		 go_binary__buildinfo(gb)->go_version);
 
 	if (go_binary__func(gb, TLS_WRITE, &entry, &end)) {
 		snprintf(why, why_len, "no %s in this binary (not a Go TLS program?)", TLS_WRITE);
-		err = -ENOENT;
-		goto cleanup;
+		return -ENOENT;
 	}
 	off = go_binary__file_offset(gb, entry);
 	if (off < 0) {
 		snprintf(why, why_len, "%s at 0x%llx is outside the executable segment", TLS_WRITE,
 			 (unsigned long long)entry);
-		err = -EINVAL;
-		goto cleanup;
+		return -EINVAL;
 	}
 	sites->write_offset = (uint64_t)off;
 
 	if (go_binary__func(gb, TLS_READ, &entry, &end)) {
 		snprintf(why, why_len, "no %s in this binary", TLS_READ);
-		err = -ENOENT;
-		goto cleanup;
+		return -ENOENT;
 	}
 	off = go_binary__file_offset(gb, entry);
 	if (off < 0) {
 		snprintf(why, why_len, "%s at 0x%llx is outside the executable segment", TLS_READ,
 			 (unsigned long long)entry);
-		err = -EINVAL;
-		goto cleanup;
+		return -EINVAL;
 	}
 	sites->read_offset = (uint64_t)off;
-	find_read_spills(binary, gb, entry, sites);
+	find_read_spills(gb, entry, sites);
 	n = go_binary__ret_sites(gb, TLS_READ, rets, TLSPROBE_MAX_RETS);
 	if (n <= 0) {
 		snprintf(why, why_len, "no RET instruction could be validated in %s: %s", TLS_READ,
 			 n < 0 ? go_binary__last_error(gb) : "none found");
-		err = n < 0 ? n : -ENOENT;
-		goto cleanup;
+		return n < 0 ? n : -ENOENT;
 	}
 	for (i = 0; i < n; i++) {
 		off = go_binary__file_offset(gb, rets[i]);
 		if (off < 0) {
 			snprintf(why, why_len, "RET of %s at 0x%llx has no file offset", TLS_READ,
 				 (unsigned long long)rets[i]);
-			err = -EINVAL;
-			goto cleanup;
+			return -EINVAL;
 		}
 		sites->read_ret_offsets[i] = (uint64_t)off;
 	}
 	sites->n_read_rets = (size_t)n;
-cleanup:
+	return 0;
+}
+
+int tls_sites__find(const char *binary, struct tls_sites *sites, char *why, size_t why_len)
+{
+	struct go_binary *gb;
+	int err;
+
+	memset(sites, 0, sizeof(*sites));
+	gb = go_binary__open(binary, why, why_len);
+	if (!gb)
+		return errno ? -errno : -EINVAL;
+	err = tls_sites__find_in(gb, sites, why, why_len);
 	go_binary__close(gb);
 	return err;
 }
@@ -182,8 +174,9 @@ static int add_link(struct tls_attachment *att, struct bpf_program *prog, uint64
 	return 0;
 }
 
-int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
-			   const char *binary, char *why, size_t why_len)
+int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
+				  const char *binary, struct go_binary *gb, char *why,
+				  size_t why_len)
 {
 	uint64_t start = util__monotonic_ns(), ret_cookie = 0;
 	size_t i;
@@ -192,7 +185,8 @@ int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel,
 	memset(att, 0, sizeof(*att));
 	att->pid = pid;
 	snprintf(att->binary, sizeof(att->binary), "%s", binary);
-	err = tls_sites__find(binary, &att->sites, why, why_len);
+	err = gb ? tls_sites__find_in(gb, &att->sites, why, why_len)
+		 : tls_sites__find(binary, &att->sites, why, why_len);
 	if (err)
 		return err;
 	att->links = calloc(2 + att->sites.n_read_rets, sizeof(*att->links));
@@ -216,6 +210,12 @@ int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel,
 	}
 	att->attach_ns = util__monotonic_ns() - start;
 	return 0;
+}
+
+int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
+			   const char *binary, char *why, size_t why_len)
+{
+	return tls_attachment__attach_opened(att, skel, pid, binary, NULL, why, why_len);
 }
 
 void tls_attachment__detach(struct tls_attachment *att)

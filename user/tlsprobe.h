@@ -11,6 +11,7 @@
 
 struct capture_bpf;
 struct bpf_link;
+struct go_binary;
 
 #define TLSPROBE_MAX_RETS 64
 
@@ -36,6 +37,8 @@ int go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx
 /* Finds and validates the probe sites in a Go binary. Returns 0, or a negative errno with a
  * one-line reason in why (nothing must be attached then). */
 int tls_sites__find(const char *binary, struct tls_sites *sites, char *why, size_t why_len);
+/* The same in a binary the caller already opened (and keeps): no second open of the file. */
+int tls_sites__find_in(struct go_binary *gb, struct tls_sites *sites, char *why, size_t why_len);
 
 struct tls_attachment {
 	pid_t pid; /* -1: every process running the binary */
@@ -50,6 +53,11 @@ struct tls_attachment {
  * On error nothing stays attached, and why says what failed. */
 int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
 			   const char *binary, char *why, size_t why_len);
+/* The same with the binary already open as gb (NULL: open it here), as the bind tracer has it:
+ * the file is not opened and validated a second time. gb is the caller's and stays open. */
+int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
+				  const char *binary, struct go_binary *gb, char *why,
+				  size_t why_len);
 void tls_attachment__detach(struct tls_attachment *att);
 
 /* The capture programs' per-CPU counters (enum capture_counter), summed over CPUs. */
