@@ -417,7 +417,8 @@ static int attach_target(struct trace_state *st, struct target *t)
 			t->proc.pid, strerror(-err));
 		return err;
 	}
-	err = tls_attachment__attach(&t->tls, st->skel, t->proc.pid, path, why, sizeof(why));
+	err = tls_attachment__attach_opened(&t->tls, st->skel, t->proc.pid, path, t->gb, why,
+					    sizeof(why));
 	if (err) {
 		attach_failed(t, why);
 		return err;
@@ -448,6 +449,9 @@ static int attach_target(struct trace_state *st, struct target *t)
 				"will not cite their source line\n",
 				t->proc.pid);
 	}
+	/* Opening validated every pclntab entry: give those pages back before the next target, so
+	 * the peak holds one binary's, and citations later fault in only what they read. */
+	go_binary__release(t->gb);
 	t->attached = true;
 	return 0;
 }
