@@ -25,6 +25,7 @@
 #include "discover.h"
 #include "events.h"
 #include "goelf.h"
+#include "sockdiag.h"
 #include "streams.h"
 #include "timeline.h"
 #include "tlsprobe.h"
@@ -829,6 +830,16 @@ static void read_listening(struct listen_cache *lc, pid_t pid)
 	lc->n = 0;
 	lc->pid = pid;
 	lc->read_ns = util__monotonic_ns();
+	/* In our network namespace the kernel lists just the listening sockets; reading
+	 * /proc/PID/net/tcp walks every socket (thousands in TIME_WAIT on a busy node). */
+	if (sockdiag__same_netns(pid)) {
+		int n = sockdiag__listening_ports(lc->ports, 512);
+
+		if (n >= 0) {
+			lc->n = n;
+			return;
+		}
+	}
 	for (f = 0; f < 2; f++) {
 		snprintf(path, sizeof(path), "/proc/%d/net/%s", pid, files[f]);
 		in = fopen(path, "r");
@@ -876,30 +887,23 @@ static bool is_listening(pid_t pid, uint16_t port)
 	return false;
 }
 
-/* The local process at the other end of a TCP connection of pid: the socket whose local and
- * remote addresses are ours swapped, found in /proc/PID/net/tcp, then its owner among /proc's
- * file descriptors. Only IPv4 here; 0 when the peer is elsewhere. */
-static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport, const __u8 *raddr,
-			 __u16 rport, struct actor *who)
+/* The inode of pid's socket local -> remote (IPv4), from /proc/PID/net/tcp: 0 if none. */
+static unsigned long proc_tcp_inode(pid_t pid, const __u8 *local_addr, __u16 local_port,
+				    const __u8 *remote_addr, __u16 remote_port)
 {
-	char path[300], line[512], want_local[32], want_remote[32], link[600], target[64];
+	char path[64], line[512], want_local[32], want_remote[32], local[64], remote[64];
 	unsigned long inode = 0, ino;
-	char local[64], remote[64];
-	struct dirent *de, *fe;
-	DIR *proc, *fds;
 	FILE *in;
 
-	if (family != 2)
-		return;
 	/* /proc/net/tcp prints the address as a host-order hex word. */
-	snprintf(want_local, sizeof(want_local), "%02X%02X%02X%02X:%04X", raddr[3], raddr[2],
-		 raddr[1], raddr[0], rport);
-	snprintf(want_remote, sizeof(want_remote), "%02X%02X%02X%02X:%04X", laddr[3], laddr[2],
-		 laddr[1], laddr[0], lport);
+	snprintf(want_local, sizeof(want_local), "%02X%02X%02X%02X:%04X", local_addr[3],
+		 local_addr[2], local_addr[1], local_addr[0], local_port);
+	snprintf(want_remote, sizeof(want_remote), "%02X%02X%02X%02X:%04X", remote_addr[3],
+		 remote_addr[2], remote_addr[1], remote_addr[0], remote_port);
 	snprintf(path, sizeof(path), "/proc/%d/net/tcp", pid);
 	in = fopen(path, "r");
 	if (!in)
-		return;
+		return 0;
 	while (fgets(line, sizeof(line), in)) {
 		if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %*u %*u %lu", local, remote,
 			   &ino) != 3)
@@ -910,6 +914,27 @@ static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport
 		}
 	}
 	fclose(in);
+	return inode;
+}
+
+/* The local process at the other end of a TCP connection of pid: the socket whose local and
+ * remote addresses are ours swapped (asked of the kernel by its 4-tuple, or found in
+ * /proc/PID/net/tcp when pid is in another network namespace), then its owner among /proc's
+ * file descriptors. Only IPv4 here; 0 when the peer is elsewhere. */
+static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport, const __u8 *raddr,
+			 __u16 rport, struct actor *who)
+{
+	char path[300], line[512], link[600], target[64];
+	unsigned long inode = 0;
+	struct dirent *de, *fe;
+	DIR *proc, *fds;
+
+	if (family != 2)
+		return;
+	if (sockdiag__same_netns(pid))
+		inode = sockdiag__inode4(raddr, rport, laddr, lport);
+	if (!inode)
+		inode = proc_tcp_inode(pid, raddr, rport, laddr, lport);
 	if (!inode)
 		return;
 	snprintf(target, sizeof(target), "socket:[%lu]", inode);
