@@ -28,6 +28,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool uprobe_any_pid = false;
 /* Capture plaintext TCP through syscalls (off: TLS only). */
 const volatile bool capture_syscalls = true;
+/* Wake the reader only once this much is waiting (0: on every event). Each wakeup is an
+ * interrupt-work item in the traced thread and a context switch in the tracer; the reader polls
+ * every few milliseconds anyway, and every event carries its own kernel timestamp. */
+const volatile __u64 wake_bytes = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -106,6 +110,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 * 1024 * 1024);
 } events SEC(".maps");
+
+static __always_inline __u64 ringbuf_flags(void)
+{
+	if (!wake_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP
+									   : BPF_RB_NO_WAKEUP;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -206,7 +218,7 @@ static long emit_chunk(__u32 index, struct emit_ctx *c)
 	e->len = len;
 	if (len > MAX_CHUNK) /* for the verifier: len is already bounded */
 		len = MAX_CHUNK;
-	if (bpf_ringbuf_output(&events, e, sizeof(*e) + len, 0))
+	if (bpf_ringbuf_output(&events, e, sizeof(*e) + len, ringbuf_flags()))
 		count(COUNTER_RINGBUF_DROPS, 1);
 	return 0;
 }
@@ -745,7 +757,7 @@ int BPF_KPROBE(go_call)
 		read_go_string(e->name, &e->name_len, obj + 32);
 		read_go_string(e->namespace_, &e->namespace_len, obj + 64);
 	}
-	if (bpf_ringbuf_output(&events, e, sizeof(*e), 0))
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), ringbuf_flags()))
 		count(COUNTER_RINGBUF_DROPS, 1);
 	return 0;
 }
@@ -813,7 +825,7 @@ static __always_inline int fsync_exit(struct trace_event_raw_sys_exit *ctx)
 	e->datasync = in->datasync;
 	e->ret = ctx->ret;
 	bpf_map_delete_elem(&fsync_inflight, &tid);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, ringbuf_flags());
 	return 0;
 }
 

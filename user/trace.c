@@ -35,6 +35,7 @@
 #define MAX_TARGETS_PER_ROLE 4
 #define MAX_TRACED 32
 #define MAX_CONNS 65536
+#define POLL_MS 10 /* the ring buffer is read at least this often */
 
 /* Where the scheduler's bind call is probed, best first. The object register follows Go's
  * ABIInternal: (*pods).Bind(ctx, binding, opts): RAX recv, RBX+RCX ctx, RDI binding. */
@@ -1381,6 +1382,8 @@ int cmd_trace(int argc, char **argv)
 		goto cleanup;
 	}
 	bpf_map__set_max_entries(st->skel->maps.events, (__u32)st->opt.ringbuf_bytes);
+	/* Woken when an eighth of the ring is waiting; otherwise read every POLL_MS. */
+	st->skel->rodata->wake_bytes = st->opt.ringbuf_bytes / 8;
 	err = capture_bpf__load(st->skel);
 	if (err) {
 		fprintf(stderr, "bindtrace: load BPF programs: %s (see bindtrace --check)\n",
@@ -1445,7 +1448,9 @@ int cmd_trace(int argc, char **argv)
 	while (!stopping) {
 		uint64_t now;
 
-		err = ring_buffer__poll(ring, 50);
+		err = ring_buffer__poll(ring, POLL_MS);
+		if (err >= 0)
+			err = ring_buffer__consume(ring); /* what came without a wakeup */
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "bindtrace: ring buffer: %s\n", strerror(-err));
 			goto cleanup;
