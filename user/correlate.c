@@ -57,6 +57,11 @@ struct observation {
 	struct citation *citation; /* OBS_CALL, owned */
 };
 
+/* The part of a bind_timeline an open bind fills; the rest (watchers, citation) is resolved into
+ * the correlator's done bind when it closes. Only these bytes of an open bind's slot are ever
+ * touched, so idle slots and the unused tail of each cost no memory. */
+#define OPEN_PART offsetof(struct bind_timeline, watchers)
+
 struct open_bind {
 	bool used;
 	uint64_t responded_ns;	/* when the bind's response was first seen */
@@ -80,7 +85,8 @@ struct correlator {
 	size_t n_open;
 	size_t hi_water; /* binds[hi_water...] have never been used */
 	struct observation *obs;
-	uint64_t obs_next; /* total ever added; slot = obs_next % MAX_OBS */
+	uint64_t obs_next;	   /* total ever added; slot = obs_next % MAX_OBS */
+	struct bind_timeline done; /* the bind being closed, whole */
 	struct loss losses[MAX_LOSSES];
 	uint64_t loss_next;
 	uint64_t seq;
@@ -288,7 +294,7 @@ static struct open_bind *bind_for(struct correlator *c, const char *ns, const ch
 		close_bind(c, oldest);
 		free_slot = oldest;
 	}
-	memset(free_slot, 0, sizeof(*free_slot));
+	memset(free_slot, 0, offsetof(struct open_bind, t) + OPEN_PART);
 	free_slot->used = true;
 	free_slot->t.seq = ++c->seq;
 	free_slot->t.opened_ns = now;
@@ -914,9 +920,12 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t)
 
 static void close_bind(struct correlator *c, struct open_bind *b)
 {
-	struct bind_timeline *t = &b->t;
+	struct bind_timeline *t = &c->done;
 	uint64_t start = UINT64_MAX, end = 0;
 	int s;
+
+	memcpy(t, &b->t, OPEN_PART);
+	memset((char *)t + OPEN_PART, 0, sizeof(*t) - OPEN_PART);
 
 	if (t->result != BIND_RESULT_UNSCHEDULABLE) {
 		for (s = 0; s < STAGE_MAX; s++) {

@@ -129,10 +129,6 @@ struct bind_timeline {
 	struct stage stages[STAGE_MAX];
 	struct txn_attempt txns[BIND_MAX_TXNS];
 	int n_txns;
-	struct watcher watchers[BIND_MAX_WATCHERS];
-	int n_watchers;
-	int watchers_dropped;
-	struct citation citation;
 	/* What may have hidden something: gaps on a connection of this bind, ring buffer drops
 	 * while it was open, the tracer attaching after it began. */
 	bool gap;
@@ -140,6 +136,12 @@ struct bind_timeline {
 	bool started_midway;
 	int missing; /* required stages not seen */
 	uint64_t opened_ns;
+	/* Last, and filled only when the bind is done (the correlator keeps open binds without
+	 * this part: most of the size). */
+	struct watcher watchers[BIND_MAX_WATCHERS];
+	int n_watchers;
+	int watchers_dropped;
+	struct citation citation;
 };
 
 const char *stage__name(enum stage_id stage);
