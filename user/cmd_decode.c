@@ -468,40 +468,17 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 	if (!o->json && !o->t0)
 		o->t0 = m->ts_first_ns;
 	if (o->json) {
-		json_t *j = json_pack(
-		    "{s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:b, s:b, s:b, s:b}",
-		    "ts_first_ns", (json_int_t)m->ts_first_ns, "ts_last_ns",
-		    (json_int_t)m->ts_last_ns, "conn", (json_int_t)(rc ? rc->id : 0), "pid",
-		    rc ? rc->pid : 0, "comm", rc ? rc->comm : "", "dir", m->dir ? "in" : "out",
-		    "proto", conn_proto__name(m->proto), "kind", decoded_kind__name(m->kind),
-		    "stream", (int)m->stream_id, "from_client", m->from_client, "client_known",
-		    m->client_known, "unreliable", m->unreliable, "incomplete", m->incomplete,
-		    "streaming", m->streaming, "inferred", m->inferred);
-		const struct decoded_http *h = &m->http;
-		if (h->method[0])
-			json_object_set_new(j, "method", json_string(h->method));
-		if (h->path[0])
-			json_object_set_new(j, "path", json_string(h->path));
-		if (h->authority[0])
-			json_object_set_new(j, "authority", json_string(h->authority));
-		if (h->user_agent[0])
-			json_object_set_new(j, "user_agent", json_string(h->user_agent));
-		if (h->content_type[0])
-			json_object_set_new(j, "content_type", json_string(h->content_type));
-		if (h->status)
-			json_object_set_new(j, "status", json_integer(h->status));
-		if (h->grpc_status >= 0) {
-			json_object_set_new(j, "grpc_status", json_integer(h->grpc_status));
-			json_object_set_new(j, "grpc_message", json_string(h->grpc_message));
-		}
-		if (m->kind == DECODED_STREAM_RESET || m->kind == DECODED_GOAWAY)
-			json_object_set_new(j, "error_code", json_integer(m->error_code));
-		json_object_set_new(j, "body_kind",
-				    json_string(decoded_body_kind__name(m->body_kind)));
-		json_object_set_new(j, "body_len", json_integer((json_int_t)m->body_len));
-		json_t *b = evidence__body_json(m);
-		if (b)
-			json_object_set_new(j, "body", b);
+		/* The evidence's message object, with the capture's own fields and every flag. */
+		json_t *j = evidence__message_json(m);
+		json_t *own =
+		    json_pack("{s:I, s:i, s:s, s:i, s:b, s:b, s:b, s:b, s:b}", "conn",
+			      (json_int_t)(rc ? rc->id : 0), "pid", rc ? rc->pid : 0, "comm",
+			      rc ? rc->comm : "", "stream", (int)m->stream_id, "client_known",
+			      m->client_known, "unreliable", m->unreliable, "incomplete",
+			      m->incomplete, "streaming", m->streaming, "inferred", m->inferred);
+		json_object_del(j, "stream_id");
+		json_object_update(j, own);
+		json_decref(own);
 		char *s = json_dumps(j, JSON_COMPACT);
 		if (s)
 			puts(s);
