@@ -19,6 +19,7 @@
 #include "decode.h"
 #include "evidence.h"
 #include "redact.h"
+#include "util.h"
 
 /* One data or gap record, decoded from its line. */
 struct replay_record {
@@ -47,44 +48,6 @@ struct replay_ctx {
 	void *cb_ctx;
 	struct replay_conn *cur;
 };
-
-static int b64val(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
-/* Decodes base64 (standard or URL alphabet, padding optional). Returns the length or -EINVAL. */
-static long base64_decode(const char *in, size_t n, uint8_t *out)
-{
-	uint32_t acc = 0;
-	int bits = 0;
-	long o = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (in[i] == '=')
-			break;
-		int v = b64val((unsigned char)in[i]);
-		if (v < 0)
-			return -EINVAL;
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (uint8_t)(acc >> bits);
-		}
-	}
-	return o;
-}
 
 /* Parses one line; returns 1 for a record, 0 to skip the line, -EINVAL when malformed. */
 static int parse_record(const char *line, size_t n, struct replay_record *r)
@@ -131,7 +94,7 @@ static int parse_record(const char *line, size_t n, struct replay_record *r)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
-	long len = base64_decode(data, dl, r->data);
+	long len = util__base64_decode(data, dl, r->data);
 	if (len < 0) {
 		free(r->data);
 		r->data = NULL;

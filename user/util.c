@@ -109,6 +109,42 @@ int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsig
 	return 0;
 }
 
+static int base64_value(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+long util__base64_decode(const char *in, size_t n, unsigned char *out)
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	long o = 0;
+
+	for (size_t i = 0; i < n && in[i] != '='; i++) {
+		int v = base64_value((unsigned char)in[i]);
+
+		if (v < 0)
+			return -EINVAL;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (unsigned char)(acc >> bits);
+		}
+	}
+	return o;
+}
+
 void util__base64_print(FILE *out, const unsigned char *p, size_t n)
 {
 	static const char alphabet[] =

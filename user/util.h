@@ -40,6 +40,9 @@ static inline void util__copy(char *dst, size_t len, const char *src)
 
 /* Write n bytes as standard base64 (with padding). */
 void util__base64_print(FILE *out, const unsigned char *p, size_t n);
+/* Decode n characters of base64 (standard or URL alphabet, padding optional) into out (room for
+ * n * 3 / 4 bytes). Returns the length, or -EINVAL at a character outside the alphabet. */
+long util__base64_decode(const char *in, size_t n, unsigned char *out);
 
 /* Parse a number in [min, max]; returns 0 or -EINVAL. */
 int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "util.h"
 
 struct fixture_record {
 	uint64_t conn;
@@ -21,17 +22,6 @@ struct fixture_record {
 	uint8_t *data;
 	size_t len;
 };
-
-static inline int fixture__b64(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
 
 static inline int fixture__load(const char *path, struct fixture_record *recs, int max)
 {
@@ -63,17 +53,8 @@ static inline int fixture__load(const char *path, struct fixture_record *recs, i
 			n--;
 			break;
 		}
-		uint32_t acc = 0;
-		int bits = 0;
-		r->len = 0;
-		for (const char *c = data; *c && *c != '=' && fixture__b64(*c) >= 0; c++) {
-			acc = acc << 6 | (uint32_t)fixture__b64(*c);
-			bits += 6;
-			if (bits >= 8) {
-				bits -= 8;
-				r->data[r->len++] = (uint8_t)(acc >> bits);
-			}
-		}
+		long len = util__base64_decode(data, strlen(data), r->data);
+		r->len = len > 0 ? (size_t)len : 0;
 		json_decref(o);
 	}
 	free(line);

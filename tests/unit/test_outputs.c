@@ -25,6 +25,7 @@
 #include "goelf.h"
 #include "report.h"
 #include "trace_outputs.h"
+#include "util.h"
 
 #define B 5000000000000ull /* the complete bind's bind_request, ns */
 #define US 1000ull
@@ -1170,17 +1171,6 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 	trace_outputs__bind(r->o, t);
 }
 
-static int b64(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
 static void replay_fixture(struct replay *r, const char *name)
 {
 	char path[512], *text, *line, *save = NULL;
@@ -1227,30 +1217,18 @@ static void replay_fixture(struct replay *r, const char *name)
 			conn_decoder__gap(decs[k], dir,
 					  (uint64_t)json_integer_value(json_object_get(j, "gap")));
 		} else if (data) {
-			size_t n = strlen(data), len = 0;
+			size_t n = strlen(data);
 			struct data_event *e = calloc(1, sizeof(*e) + n);
-			uint32_t acc = 0;
-			int bits = 0;
+			long len = util__base64_decode(data, n, e->data);
 
-			for (size_t i = 0; i < n; i++) {
-				int v = b64(data[i]);
-
-				if (v < 0)
-					continue;
-				acc = acc << 6 | (uint32_t)v;
-				bits += 6;
-				if (bits >= 8) {
-					bits -= 8;
-					e->data[len++] = (uint8_t)(acc >> bits);
-				}
-			}
+			CHECK(len >= 0, "%s: base64 of a record", name);
 			e->hdr.type = EVENT_DATA;
 			e->hdr.pid = (__u32)whos[k].pid;
 			e->hdr.tid = (__u32)json_integer_value(json_object_get(j, "tid"));
 			e->hdr.ts_ns = (__u64)json_integer_value(json_object_get(j, "ts_ns"));
 			e->conn = conn;
 			e->offset = (__u64)json_integer_value(json_object_get(j, "offset"));
-			e->len = (__u32)len;
+			e->len = len > 0 ? (__u32)len : 0;
 			e->dir = (__u8)dir;
 			e->source = SOURCE_TLS;
 			trace_outputs__data(r->o, &whos[k], e);
