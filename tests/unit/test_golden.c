@@ -19,8 +19,9 @@
  * fixed stack just before each Binding it sends, as the tracer's uprobe on the call would.
  *
  * Runs from the top of the tree. GOLDEN_UPDATE=1 rewrites the expectations from today's outputs
- * (review them with git diff); otherwise a difference prints a unified diff (GOLDEN_DIFF_LINES
- * lines per file, default 40) and fails. GOLDEN_KEEP=1 keeps the outputs in /tmp. */
+ * (review them with git diff); otherwise a difference prints where each file first differs and a
+ * unified diff (GOLDEN_DIFF_LINES lines per file, default 40), and fails. GOLDEN_KEEP=1 keeps
+ * the outputs (in $TMPDIR, else /tmp). */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -86,7 +87,7 @@ static const struct golden_case {
 
 /* ---- Files ---- */
 
-static char tmp[] = "/tmp/test_golden.XXXXXX";
+static char tmp[256]; /* $TMPDIR/test_golden.XXXXXX */
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -690,19 +691,55 @@ static int diff_lines(void)
 	return s && atoi(s) > 0 ? atoi(s) : 40;
 }
 
-static void show_diff(const char *want, const char *got, const char *name)
+/* The part of line `at` of text around column `col`: at most 60 bytes either side. */
+static void show_excerpt(const char *label, const char *text, size_t len, size_t at)
 {
-	char cmd[3 * PATH_LEN + 128], line[4096];
+	size_t from = at, to = at;
+
+	while (from > 0 && text[from - 1] != '\n' && at - from < 60)
+		from--;
+	while (to < len && text[to] != '\n' && to - at < 60)
+		to++;
+	fprintf(stderr, "  %s %s%.*s%s\n", label, from && text[from - 1] != '\n' ? "..." : "",
+		(int)(to - from), text + from, to < len && text[to] != '\n' ? "..." : "");
+}
+
+/* Where two texts first differ, with some context on each side: the diff of a one-line JSON
+ * document is the whole line. */
+static void show_first_difference(const char *a, size_t la, const char *b, size_t lb)
+{
+	size_t i = 0, line = 1, col = 1;
+
+	while (i < la && i < lb && a[i] == b[i]) {
+		col = a[i] == '\n' ? 1 : col + 1;
+		line += a[i] == '\n';
+		i++;
+	}
+	fprintf(stderr, "  first difference at line %zu, column %zu:\n", line, col);
+	show_excerpt("expected:", a, la, i);
+	show_excerpt("actual:  ", b, lb, i);
+}
+
+/* diff -u of the two files, its first GOLDEN_DIFF_LINES lines each cut at 200 columns. */
+static void show_diff(const char *want, const char *got)
+{
+	char cmd[3 * PATH_LEN + 128], line[65536];
 	int shown = 0, max = diff_lines();
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "diff -u --label 'expected %s' --label 'actual' '%s' '%s' 2>&1",
-		 name, want, got);
+	snprintf(cmd, sizeof(cmd), "diff -u --label '%s' --label 'actual' '%s' '%s' 2>&1", want,
+		 want, got);
 	p = popen(cmd, "r");
 	if (!p)
 		return;
 	while (fgets(line, sizeof(line), p)) {
-		if (shown++ < max)
+		size_t n = strlen(line);
+
+		if (shown++ >= max)
+			continue;
+		if (n > 200)
+			fprintf(stderr, "%.200s... (%zu more columns)\n", line, n - 200);
+		else
 			fputs(line, stderr);
 	}
 	if (shown > max)
@@ -744,7 +781,9 @@ static int compare_trees(const char *want, const char *got, const char *fixture)
 		if (!ta || !tb || la != lb || memcmp(ta, tb, la)) {
 			differ++;
 			fprintf(stderr, "golden %s: %s differs:\n", fixture, w.paths[i]);
-			show_diff(a, b, a);
+			if (ta && tb)
+				show_first_difference(ta, la, tb, lb);
+			show_diff(a, b);
 		}
 		free(ta);
 		free(tb);
@@ -837,9 +876,12 @@ int main(void)
 	struct timespec t0, t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	setvbuf(stdout, NULL, _IOLBF, 0); /* in order with the diffs on stderr */
 	setenv("TZ", "UTC", 1);
 	tzset();
 	umask(022);
+	snprintf(tmp, sizeof(tmp), "%s/test_golden.XXXXXX",
+		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
@@ -865,7 +907,12 @@ int main(void)
 		}
 		n = compare_trees(want, out, gc->fixture);
 		files += n > 0 ? n : 0;
-		printf("golden %-22s %3d binds, %3d files\n", gc->fixture, gc->binds, n);
+		if (n >= 0)
+			printf("golden %-22s %3d binds, %3d files equal\n", gc->fixture, gc->binds,
+			       n);
+		else
+			printf("golden %-22s %3d binds, DIFFERENT from %s\n", gc->fixture,
+			       gc->binds, want);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("golden: %zu fixtures, %d binds, %d files compared%s in %.2f s\n",
