@@ -1141,10 +1141,13 @@ static void check_identity(void)
 
 	snprintf(path, sizeof(path), "%s/go1.26/static/tlsfix", dir ? dir : "build/gofixtures");
 	gb = go_binary__open(path, why, sizeof(why));
-	if (!gb) {
-		printf("test_outputs: no Go fixture at %s: Go identity checks skipped\n", path);
+	/* A missing fixture fails: skipped, these checks would pass without running. tests/run
+	 * builds it first. */
+	CHECK(gb != NULL,
+	      "Go fixture %s: %s (build it: GOFIXTURE_TOOLCHAINS=go1.26.8 tests/gofixtures/build)",
+	      path, why);
+	if (!gb)
 		return;
-	}
 	process_identity__read(&id, "etcd", 1, path, path, "go1.26", "v0", gb);
 	CHECK(strlen(id.go_build_id) > 20, "Go build id: '%s'", id.go_build_id);
 	CHECK(json_is_array(json_object_get(json_object_get(id.detail, "go"), "modules")),
