@@ -101,7 +101,7 @@ $(OUT)/bindtrace-san: $(SAN_OBJS)
 
 san: $(OUT)/bindtrace-san
 
-$(OUT)/tests/%: tests/unit/%.c tests/unit/check.h $(SAN_LIB_OBJS)
+$(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(SAN_LIB_OBJS)
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN) -O1 -Itests/unit $< $(SAN_LIB_OBJS) $(PKG_LIBS) -lm -o $@

@@ -41,6 +41,7 @@
 #include "correlate.h"
 #include "decode.h"
 #include "evidence.h"
+#include "slurp.h"
 #include "streams.h"
 #include "timeline.h"
 #include "trace_outputs.h"
@@ -88,37 +89,6 @@ static const struct golden_case {
 /* ---- Files ---- */
 
 static char tmp[256]; /* $TMPDIR/test_golden.XXXXXX */
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, got;
-
-	if (!f)
-		return NULL;
-	do {
-		if (n + 4096 + 1 > cap) {
-			char *more;
-
-			cap = cap ? cap * 2 : 65536;
-			more = realloc(buf, cap);
-			if (!more) {
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = more;
-		}
-		got = fread(buf + n, 1, cap - n - 1, f);
-		n += got;
-	} while (got);
-	fclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	return buf;
-}
 
 /* dir/name into buf (PATH_LEN bytes); a path that does not fit fails the test. */
 #define PATH_LEN 4096

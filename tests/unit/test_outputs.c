@@ -24,6 +24,7 @@
 #include "evidence.h"
 #include "goelf.h"
 #include "report.h"
+#include "slurp.h"
 #include "trace_outputs.h"
 #include "util.h"
 
@@ -49,29 +50,6 @@ static char *path_in(const char *name)
 
 	snprintf(p, sizeof(buf[0]), "%s/%s", tmp, name);
 	return p;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, got;
-
-	if (!f)
-		return NULL;
-	do {
-		if (n + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap);
-		}
-		got = fread(buf + n, 1, cap - n - 1, f);
-		n += got;
-	} while (got);
-	fclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	return buf;
 }
 
 static int mode_of(const char *path)
