@@ -208,6 +208,11 @@ static int decode_put(const uint8_t *buf, size_t len, struct etcd_kv *kv)
 	return 0;
 }
 
+int etcd__decode_put_request(const uint8_t *buf, size_t len, struct etcd_kv *kv)
+{
+	return decode_put(buf, len, kv);
+}
+
 static int first_key(const uint8_t *buf, size_t len, char *dst, size_t cap)
 {
 	struct pb_field f;

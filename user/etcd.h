@@ -144,6 +144,8 @@ enum etcd_method etcd__infer_request_method(const uint8_t *buf, size_t len);
 enum etcd_method etcd__infer_response_method(const uint8_t *buf, size_t len);
 
 int etcd__decode_txn_request(const uint8_t *buf, size_t len, struct etcd_txn *out);
+/* A PutRequest into out: key, lease and the value decoded as above (raft entries carry them). */
+int etcd__decode_put_request(const uint8_t *buf, size_t len, struct etcd_kv *out);
 int etcd__decode_txn_response(const uint8_t *buf, size_t len, struct etcd_txn_response *out);
 int etcd__decode_range_request(const uint8_t *buf, size_t len, struct etcd_range_request *out);
 int etcd__decode_range_response(const uint8_t *buf, size_t len, struct etcd_range_response *out);
