@@ -1,9 +1,10 @@
 /* The per-connection decoder: detects the protocol, drives the HTTP/2 or HTTP/1.1 layer, keeps a
  * bounded table of streams, routes each stream's body by its headers (or, for streams that began
  * before capture or whose :path was an HPACK entry never seen, by probing at DATA frame starts)
- * to the gRPC framer, the Kubernetes watch framers or a whole-body buffer, and turns complete
- * messages into decoded_msg callbacks. The protocol layer, the stream table's entries and every
- * buffer are allocated when first needed, so an idle connection costs a few KiB. */
+ * to the gRPC framer, the Kubernetes watch framers, the rafthttp framer (raft.c) or a whole-body
+ * buffer, and turns complete messages into decoded_msg callbacks. The protocol layer, the stream
+ * table's entries and every buffer are allocated when first needed, so an idle connection costs a
+ * few KiB. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ enum body_mode {
 	BODY_MODE_SNIFF,      /* stream seen mid-way: find a message start at a frame start */
 	BODY_MODE_PROBE,      /* head seen but :path unknown: judge the first frame, keep it all */
 	BODY_MODE_DISCARD,
+	BODY_MODE_RAFT, /* a rafthttp body: pipeline message or stream frames (half.raft) */
 };
 
 struct half {
@@ -57,6 +59,7 @@ struct half {
 	uint32_t sniff_len;
 	bool sniff_done;	  /* gave up on this frame */
 	uint32_t probe_frame_len; /* content length of the frame being probed, 0 unknown */
+	struct raft_stream *raft; /* BODY_MODE_RAFT, and kept after a loss for its state */
 };
 
 struct stream {
@@ -72,6 +75,10 @@ struct stream {
 	bool watch;
 	bool grpc_streaming;
 	bool table;
+	bool raft_path;		/* a rafthttp request (/raft...) */
+	enum raft_framing raft; /* its message framing, from the path */
+	uint64_t raft_receiver; /* streams: the dialer (the id in the path) */
+	uint64_t raft_sender;	/* streams: the server (X-Raft-To) */
 	struct k8s_table_columns cols;
 	int trailers_dir; /* -1; the direction whose trailers are being read */
 	struct half half[2];
@@ -109,6 +116,7 @@ struct conn_decoder {
 	bool hdr_has_method;
 	bool hdr_has_status;
 	bool hdr_unknown;
+	uint64_t hdr_raft_to; /* X-Raft-To */
 	struct decoded_msg msg;
 	struct conn_decoder_stats stats;
 	uint64_t bytes_unhandled; /* no memory for the protocol layer */
@@ -118,7 +126,7 @@ const char *decoded_kind__name(enum decoded_kind k)
 {
 	static const char *const names[] = {
 		"none",	       "request",	   "response",	   "grpc-request", "grpc-response",
-		"watch-event", "etcd-watch-event", "stream-reset", "goaway"
+		"watch-event", "etcd-watch-event", "stream-reset", "goaway",	   "raft-message"
 	};
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
@@ -135,7 +143,8 @@ const char *decoded_body_kind__name(enum decoded_body_kind k)
 					     "etcd-watch-request",
 					     "etcd-watch-response",
 					     "etcd-watch-event",
-					     "undecoded" };
+					     "undecoded",
+					     "raft-message" };
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
@@ -146,8 +155,18 @@ const char *conn_proto__name(enum conn_proto p)
 
 /* Streams */
 
+static void half_raft_free(struct half *h)
+{
+	if (!h->raft)
+		return;
+	raft_stream__free(h->raft);
+	free(h->raft);
+	h->raft = NULL;
+}
+
 static void half_reset(struct half *h)
 {
+	half_raft_free(h);
 	uint8_t *buf = h->buf;
 	uint32_t cap = h->cap;
 	struct lp_framer f = h->framer;
@@ -169,6 +188,7 @@ static void stream_free_buffers(struct stream *s)
 		s->half[d].buf = NULL;
 		s->half[d].cap = 0;
 		lp_framer__free(&s->half[d].framer);
+		half_raft_free(&s->half[d]);
 	}
 }
 
@@ -179,6 +199,7 @@ static void stream_release(struct conn_decoder *c, struct stream *s)
 	s->used = false;
 	/* Keep small buffers for reuse; give back large ones. */
 	for (int d = 0; d < 2; d++) {
+		half_raft_free(&s->half[d]);
 		if (s->half[d].cap > 65536) {
 			free(s->half[d].buf);
 			s->half[d].buf = NULL;
@@ -281,6 +302,11 @@ static void learn_client_dir(struct conn_decoder *c, int client_dir, bool decisi
 	c->client_dir = client_dir;
 }
 
+static bool raft_stream_endpoint(const struct stream *s)
+{
+	return s->raft == RAFT_FRAMING_MESSAGE || s->raft == RAFT_FRAMING_MSGAPPV2;
+}
+
 static struct decoded_msg *msg_begin(struct conn_decoder *c, struct stream *s, int dir,
 				     enum decoded_kind kind, bool client_guess)
 {
@@ -300,11 +326,12 @@ static struct decoded_msg *msg_begin(struct conn_decoder *c, struct stream *s, i
 		m->http = s->http;
 		m->incomplete = h->lost || h->head_lost ||
 				(s->head_unknown && kind != DECODED_WATCH_EVENT &&
-				 kind != DECODED_ETCD_WATCH_EVENT);
+				 kind != DECODED_ETCD_WATCH_EVENT && kind != DECODED_RAFT_MESSAGE);
 		m->ts_first_ns = h->ts_first;
 		m->ts_last_ns = h->ts_last;
 		snprintf(m->http.content_type, sizeof(m->http.content_type), "%s", h->content_type);
-		m->streaming = s->watch || s->grpc_streaming;
+		m->streaming = s->watch || s->grpc_streaming || raft_stream_endpoint(s) ||
+			       (h->raft && h->raft->framing != RAFT_FRAMING_PIPELINE);
 		m->inferred = s->inferred;
 	}
 	return m;
@@ -558,6 +585,59 @@ static void on_k8s_watch_frame(const struct lp_message *lm, void *ctx)
 	emit(x->c, m);
 }
 
+/* rafthttp bodies */
+
+static void on_raft_message(const struct raft_message *rm, void *ctx)
+{
+	struct framer_ctx *x = ctx;
+	struct half *h = &x->s->half[x->dir];
+	bool client = half_is_client(x->c, x->s, x->dir, rm->framing == RAFT_FRAMING_PIPELINE);
+	struct decoded_msg *m = msg_begin(x->c, x->s, x->dir, DECODED_RAFT_MESSAGE, client);
+
+	m->ts_first_ns = rm->ts_first_ns;
+	m->ts_last_ns = rm->ts_last_ns;
+	m->body_len = rm->len;
+	m->body_kind = BODY_RAFT_MESSAGE;
+	m->body.raft = rm;
+	/* Lost bytes before this message do not make it incomplete: it was read whole. */
+	m->incomplete = h->head_lost && rm->framing == RAFT_FRAMING_PIPELINE;
+	emit(x->c, m);
+}
+
+/* Reads the half's body as rafthttp framing, from its start (the head was seen) or from a frame
+ * start found mid-stream (resume: the stream's state is not known). */
+static void set_raft_mode(struct stream *s, struct half *h, enum raft_framing framing, bool resume)
+{
+	if (!h->raft) {
+		h->raft = malloc(sizeof(*h->raft));
+		if (!h->raft) {
+			h->mode = BODY_MODE_DISCARD;
+			return;
+		}
+		raft_stream__init(h->raft, framing);
+		if (framing != RAFT_FRAMING_PIPELINE && s->raft_sender && s->raft_receiver)
+			raft_stream__set_ids(h->raft, s->raft_sender, s->raft_receiver);
+	}
+	if (resume)
+		raft_stream__resume(h->raft, framing);
+	h->mode = BODY_MODE_RAFT;
+}
+
+/* A rafthttp request's halves: the pipeline's request body and the streams' response bodies are
+ * messages; the rest (snapshots, probes, the streams' requests) is counted, not kept. */
+static void choose_raft_mode(struct conn_decoder *c, struct stream *s, int dir)
+{
+	struct half *h = &s->half[dir];
+	bool client = half_is_client(c, s, dir, s->request_dir == dir);
+
+	if (s->raft == RAFT_FRAMING_PIPELINE && client)
+		set_raft_mode(s, h, RAFT_FRAMING_PIPELINE, false);
+	else if (raft_stream_endpoint(s) && !client && s->http.status == 200)
+		set_raft_mode(s, h, s->raft, false);
+	else
+		h->mode = BODY_MODE_DISCARD;
+}
+
 /* Appends to the half's whole-body buffer, growing it per need up to the cap. */
 static void half_append(struct half *h, const uint8_t *buf, size_t len, uint32_t cap_max)
 {
@@ -597,6 +677,10 @@ static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
 
 	if (s->grpc) {
 		set_grpc_mode(s, h);
+		return;
+	}
+	if (s->raft_path) {
+		choose_raft_mode(c, s, dir);
 		return;
 	}
 	if (s->head_unknown && !h->content_type[0]) {
@@ -643,8 +727,8 @@ static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8
 		  uint32_t frame_len)
 {
 	struct half *h = &s->half[dir];
+	int raft = 0;
 
-	(void)c;
 	if (k8s__looks_like_watch_frame(buf, len)) {
 		s->watch = true;
 		h->mode = BODY_MODE_K8S_WATCH;
@@ -653,7 +737,14 @@ static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8
 		s->watch = true;
 		h->mode = BODY_MODE_JSON_LINES;
 		h->len = 0;
-	} else if ((len >= 16 || (len >= 5 && len >= 5 + ((size_t)buf[3] << 8 | buf[4]))) &&
+	} else if (c->proto == CONN_PROTO_HTTP1 &&
+		   (raft = raft__frame_start(buf, len, frame_len)) > 0 &&
+		   (!raft_stream_endpoint(s) || raft == (int)s->raft)) {
+		/* A rafthttp stream (etcd's peers), at a chunk that starts a frame. */
+		set_raft_mode(s, h, (enum raft_framing)raft, true);
+		return;
+	} else if (c->proto == CONN_PROTO_H2 &&
+		   (len >= 16 || (len >= 5 && len >= 5 + ((size_t)buf[3] << 8 | buf[4]))) &&
 		   grpc_frame_start(buf, len, frame_len)) {
 		/* Long-lived: a watch, most likely. Its etcd method comes from its messages. */
 		s->grpc = true;
@@ -689,6 +780,12 @@ static void probe_decide(struct conn_decoder *c, struct stream *s, int dir)
 		if (n >= 9 && !memcmp(b, "{\"type\":\"", 9)) {
 			s->watch = true;
 			h->mode = BODY_MODE_JSON_LINES;
+			return;
+		}
+		int raft =
+		    c->proto == CONN_PROTO_HTTP1 ? raft__frame_start(b, n, h->probe_frame_len) : 0;
+		if (raft > 0) {
+			set_raft_mode(s, h, (enum raft_framing)raft, true);
 			return;
 		}
 	}
@@ -750,7 +847,8 @@ static void half_data(struct conn_decoder *c, struct stream *s, int dir, const u
 		h->mode = s->head_unknown ? BODY_MODE_SNIFF : BODY_MODE_WHOLE;
 	if (h->mode == BODY_MODE_WHOLE && s->grpc && s->grpc_streaming && !h->len && !h->truncated)
 		set_grpc_mode(s, h); /* the other half's first message showed a streaming call */
-	if (h->lost && frame_start && h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_PROBE) {
+	if (h->lost && frame_start && h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_PROBE &&
+	    !(h->mode == BODY_MODE_RAFT && h->raft->framing == RAFT_FRAMING_PIPELINE)) {
 		/* After lost bytes, a streamed body looks for its next message at a frame start. */
 		h->mode = BODY_MODE_SNIFF;
 		h->lost = false;
@@ -806,6 +904,11 @@ static void half_data(struct conn_decoder *c, struct stream *s, int dir, const u
 		break;
 	case BODY_MODE_K8S_WATCH:
 		lp_framer__feed(&h->framer, buf, len, ts, on_k8s_watch_frame, &x);
+		break;
+	case BODY_MODE_RAFT:
+		/* Boundaries lost on a bad frame: look for one at the next chunk start. */
+		if (raft_stream__feed(h->raft, buf, len, ts, on_raft_message, &x))
+			h->mode = BODY_MODE_SNIFF;
 		break;
 	case BODY_MODE_JSON_LINES:
 		while (len) {
@@ -886,6 +989,20 @@ static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t
 		h->len = 0;
 		return;
 	}
+	if (h->mode == BODY_MODE_RAFT) {
+		struct framer_ctx x = { c, s, dir };
+		raft_stream__end(h->raft, ts, on_raft_message, &x);
+		return;
+	}
+	if (h->mode == BODY_MODE_DISCARD && s->raft_path) {
+		/* A rafthttp request or response whose body is not a message. */
+		m = msg_begin(c, s, dir, client ? DECODED_REQUEST : DECODED_RESPONSE, client);
+		m->ts_last_ns = ts;
+		m->body_len = h->body_len;
+		m->body_kind = h->body_len ? BODY_UNDECODED : BODY_NONE;
+		emit(c, m);
+		return;
+	}
 	if (h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_NONE)
 		return;
 	if (!h->headers && s->head_unknown && !h->len)
@@ -957,6 +1074,8 @@ static void header_field(struct conn_decoder *c, const char *name, size_t nlen, 
 		char tmp[8];
 		snprintf(tmp, sizeof(tmp), "%.*s", (int)(vlen < 7 ? vlen : 7), value);
 		h->grpc_status = atoi(tmp);
+	} else if (IS("x-raft-to")) {
+		c->hdr_raft_to = raft__parse_id(value, vlen);
 	} else if (IS("grpc-message")) {
 		char tmp[DECODE_GRPC_MESSAGE_MAX];
 		redact__header_value(name, nlen, value, vlen, tmp, sizeof(tmp));
@@ -972,6 +1091,7 @@ static void header_block_reset(struct conn_decoder *c)
 	c->hdr_has_method = false;
 	c->hdr_has_status = false;
 	c->hdr_unknown = false;
+	c->hdr_raft_to = 0;
 }
 
 /* A complete header block of stream s in dir. */
@@ -1002,6 +1122,10 @@ static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool
 						s->etcd == ETCD_METHOD_LEASE_KEEPALIVE);
 		s->watch = !s->grpc && is_watch_request(s->http.path);
 		s->table = strstr(s->http.path, "as=Table") != NULL;
+		s->raft_path = !s->grpc && raft__is_path(s->http.path);
+		s->raft = s->raft_path ? raft__framing_from_path(s->http.path, &s->raft_receiver)
+				       : RAFT_FRAMING_NONE;
+		s->raft_sender = c->hdr_raft_to;
 		h->headers = true;
 		h->started = true;
 		h->ts_first = ts_first;
@@ -1032,7 +1156,8 @@ static void headers_done(struct conn_decoder *c, struct stream *s, int dir, bool
 		h->ts_first = ts_first;
 		h->ts_last = ts_last;
 		choose_mode(c, s, dir);
-		if (s->watch || s->grpc_streaming) {
+		if (s->watch || s->grpc_streaming ||
+		    (raft_stream_endpoint(s) && c->hdr.status == 200)) {
 			/* A streaming response: report its start now, events follow. */
 			struct decoded_msg *m = msg_begin(
 			    c, s, dir, s->grpc ? DECODED_GRPC_RESPONSE : DECODED_RESPONSE, false);
@@ -1141,6 +1266,8 @@ static void mark_lost(struct conn_decoder *c, int dir, uint32_t sid)
 			continue;
 		s->half[dir].lost = true;
 		lp_framer__lose(&s->half[dir].framer);
+		if (s->half[dir].raft)
+			raft_stream__lose(s->half[dir].raft);
 	}
 }
 
@@ -1222,7 +1349,10 @@ static void h1_on_body(void *ctx, int dir, const uint8_t *data, size_t len, uint
 	/* A chunk is to HTTP/1.1 what a DATA frame is to HTTP/2: where a message of a stream we
 	 * resynchronised on may start. */
 	bool frame_start = c->h1->dir[dir].chunk_start || !s->half[dir].body_len;
-	half_data(c, s, dir, data, len, frame_start, 0, ts, ts);
+	/* At a chunk's start, the bytes left of it are its size. */
+	uint64_t left = c->h1->dir[dir].remaining;
+	uint32_t frame_len = c->h1->dir[dir].chunk_start && left <= UINT32_MAX ? (uint32_t)left : 0;
+	half_data(c, s, dir, data, len, frame_start, frame_len, ts, ts);
 }
 
 static void h1_on_end(void *ctx, int dir, uint64_t ts)
@@ -1319,8 +1449,12 @@ size_t conn_decoder__heap_bytes(const struct conn_decoder *c)
 	for (uint32_t i = 0; i < c->nstreams; i++) {
 		const struct stream *s = c->streams[i];
 		n += sizeof(*s);
-		for (int d = 0; d < 2; d++)
+		for (int d = 0; d < 2; d++) {
 			n += s->half[d].cap + s->half[d].framer.cap;
+			if (s->half[d].raft)
+				n += sizeof(*s->half[d].raft) +
+				     raft_stream__heap_bytes(s->half[d].raft);
+		}
 	}
 	return n;
 }
@@ -1452,8 +1586,9 @@ static void detect(struct conn_decoder *c, int dir)
 		proto_begin(c, CONN_PROTO_HTTP1);
 		return;
 	}
-	/* An HTTP/1.1 watch stream met midway, at a chunk (a read or write begins at one). */
-	int chunk = http1__watch_chunk(b, n);
+	/* An HTTP/1.1 watch or rafthttp stream met midway, at a chunk (a read or write begins at
+	 * one). */
+	int chunk = http1__stream_chunk(b, n);
 	if (chunk > 0) {
 		learn_client_dir(c, !dir, false);
 		proto_begin(c, CONN_PROTO_HTTP1);

@@ -14,6 +14,13 @@
  * recognised as gRPC by its DATA, and the etcd method is inferred from the message content when
  * it fits one method's message strictly; those messages carry `inferred`.
  *
+ * etcd's peer traffic (rafthttp on HTTP/1.1, see raft.h) is recognised by its request path and
+ * reported as DECODED_RAFT_MESSAGE, one per raftpb.Message (a pipeline POST /raft body, each
+ * message of a stream's response body), with the stream's request and its response head reported
+ * too; /raft/snapshot and /raft/probing bodies are counted, not decoded. A stream met mid-way (no
+ * request head) is found by its first frame at a chunk start; its messages are complete, not
+ * `incomplete`, while what the raft stream does not know yet says so in the message (raft.h).
+ *
  * Everything is bounded: header fields and bodies are cut at fixed caps, a connection tracks at
  * most DECODE_MAX_STREAMS streams (the least recently used is dropped), and no memory is
  * allocated per byte: buffers grow per message, to a cap. Memory follows use: a decoder starts at
@@ -27,6 +34,7 @@
 
 #include "etcd.h"
 #include "k8s.h"
+#include "raft.h"
 
 #define DECODE_MAX_STREAMS 128
 #define DECODE_MAX_BODY (4u << 20) /* bodies kept whole for decoding */
@@ -58,6 +66,7 @@ enum decoded_kind {
 	DECODED_ETCD_WATCH_EVENT, /* one event of an etcd WatchResponse */
 	DECODED_STREAM_RESET,	  /* RST_STREAM on a stream */
 	DECODED_GOAWAY,		  /* GOAWAY: streams above stream_id were not processed */
+	DECODED_RAFT_MESSAGE,	  /* one raftpb.Message (or part) of etcd's peer traffic */
 };
 
 enum decoded_body_kind {
@@ -72,6 +81,7 @@ enum decoded_body_kind {
 	BODY_ETCD_WATCH_RESPONSE, /* body.etcd_watch.response (no events: created, canceled...) */
 	BODY_ETCD_WATCH_EVENT,	  /* body.etcd_watch.response + .event */
 	BODY_UNDECODED,		  /* present but not understood, compressed, cut or too large */
+	BODY_RAFT_MESSAGE,	  /* body.raft */
 };
 
 /* The HTTP context of a message: a request carries its own headers, a response or watch event
@@ -118,6 +128,7 @@ struct decoded_msg {
 			struct etcd_watch_response response;
 			struct etcd_watch_event event;
 		} etcd_watch;
+		const struct raft_message *raft; /* owned by the decoder, for the call */
 	} body;
 };
 

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "http1.h"
+#include "raft.h"
 
 static const char *const methods[] = { "GET",  "POST",	  "PUT",     "PATCH", "DELETE",
 				       "HEAD", "OPTIONS", "CONNECT", "TRACE" };
@@ -25,7 +26,9 @@ int http1__sniff(const uint8_t *buf, size_t len)
 	return 0;
 }
 
-int http1__watch_chunk(const uint8_t *b, size_t n)
+/* A chunk header (hex size, CRLF, no extensions) at b: 1 with the size and header length, 0
+ * not, -1 too few bytes to tell. */
+static int chunk_header(const uint8_t *b, size_t n, uint64_t *size_out, size_t *header_len)
 {
 	uint64_t size = 0;
 	size_t j = 0;
@@ -42,7 +45,36 @@ int http1__watch_chunk(const uint8_t *b, size_t n)
 		return -1;
 	if (b[j + 1] != '\n')
 		return 0;
-	j += 2;
+	*size_out = size;
+	*header_len = j + 2;
+	return 1;
+}
+
+int http1__stream_chunk(const uint8_t *b, size_t n)
+{
+	uint64_t size;
+	size_t j;
+	int w = http1__watch_chunk(b, n), r;
+
+	if (w > 0)
+		return 1;
+	r = chunk_header(b, n, &size, &j);
+	if (r <= 0 || !size)
+		return r;
+	r = raft__frame_start(b + j, n - j, size);
+	if (r > 0)
+		return 1;
+	return w < 0 || r < 0 ? -1 : 0;
+}
+
+int http1__watch_chunk(const uint8_t *b, size_t n)
+{
+	uint64_t size = 0;
+	size_t j = 0;
+	int r = chunk_header(b, n, &size, &j);
+
+	if (r <= 0)
+		return r;
 	if (size >= 5 && j + 5 <= n && b[j] == 0) {
 		/* A length-prefixed protobuf WatchEvent: {type string = 1, ...}. */
 		uint32_t frame = (uint32_t)b[j] << 24 | b[j + 1] << 16 | b[j + 2] << 8 | b[j + 3];
@@ -277,8 +309,9 @@ static void resync(struct http1_conn *c, int dir, uint64_t ts)
 		bool chunk = false;
 		uint32_t j = i;
 		if (!kind && i == 0 && d->resync_at_start) {
-			/* The first bytes seen: a chunk header only if a watch event follows. */
-			int w = http1__watch_chunk(b, left);
+			/* The first bytes seen: a chunk header only if a watch event or a rafthttp
+			 * frame follows. */
+			int w = http1__stream_chunk(b, left);
 			if (w < 0 && d->rlen < HTTP1_RESYNC_BUFFER)
 				return;
 			chunk = w > 0;
@@ -287,7 +320,8 @@ static void resync(struct http1_conn *c, int dir, uint64_t ts)
 			while (j < d->rlen && isxdigit(b[j]) && j - i < 8)
 				j++;
 			if (j > i && j + 3 <= d->rlen && b[j] == '\r' && b[j + 1] == '\n' &&
-			    (b[j + 2] == '{' || b[j + 2] == 0))
+			    (b[j + 2] == '{' || b[j + 2] == 0 ||
+			     raft__frame_start(b + j + 2, d->rlen - j - 2, 0) > 0))
 				chunk = true;
 			else if (j > i && j + 3 > d->rlen && d->rlen < HTTP1_RESYNC_BUFFER)
 				return;

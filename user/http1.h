@@ -1,7 +1,8 @@
 /* HTTP/1.1 message parsing for both directions of one connection: request and status lines,
  * headers, bodies by Content-Length, chunked transfer coding (with trailers) or until close.
  * Like the HTTP/2 layer, it reports pieces to callbacks and keeps no bodies. Mid-connection it
- * resynchronises on a request or status line, or on a chunk header of a chunked stream. */
+ * resynchronises on a request or status line, or on a chunk header of a chunked stream (a
+ * Kubernetes watch or an etcd rafthttp stream). */
 #ifndef BINDTRACE_HTTP1_H
 #define BINDTRACE_HTTP1_H
 
@@ -93,5 +94,8 @@ int http1__sniff(const uint8_t *buf, size_t len);
  * length-prefixed protobuf WatchEvent of that size or a JSON {"type":"...? 1 yes, 0 no, -1 too
  * few bytes to tell. */
 int http1__watch_chunk(const uint8_t *buf, size_t len);
+/* The same for any stream this decoder reads met midway: a watch chunk, or a chunk that starts a
+ * rafthttp frame (raft__frame_start()). */
+int http1__stream_chunk(const uint8_t *buf, size_t len);
 
 #endif
