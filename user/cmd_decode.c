@@ -342,6 +342,95 @@ static void describe_kv(char *b, size_t cap, const struct etcd_kv *kv)
 	snprintf(b, cap, "%s mod_rev=%" PRId64 " [%s]", kv->key, kv->mod_revision, v);
 }
 
+/* One raft entry: index/term, what it asks and the request's id and key. */
+static void describe_raft_entry(char *b, size_t cap, const struct raft_entry *e)
+{
+	char what[1400] = "", kv[1200];
+
+	switch (e->request) {
+	case RAFT_REQ_TXN: {
+		const struct etcd_txn *t = &e->req.txn;
+		kv[0] = 0;
+		if (t->has_put)
+			describe_kv(kv, sizeof(kv), &t->put);
+		snprintf(what, sizeof(what), " txn if %s(%s)==%" PRId64 " then put %s",
+			 t->compare_target == ETCD_TARGET_MOD	    ? "mod"
+			 : t->compare_target == ETCD_TARGET_CREATE  ? "create"
+			 : t->compare_target == ETCD_TARGET_VERSION ? "version"
+								    : "target",
+			 t->compare_key, t->compare_revision, t->has_put ? kv : "-");
+		break;
+	}
+	case RAFT_REQ_PUT:
+		describe_kv(kv, sizeof(kv), &e->req.put);
+		snprintf(what, sizeof(what), " put %s", kv);
+		break;
+	case RAFT_REQ_RANGE:
+	case RAFT_REQ_DELETE_RANGE:
+		snprintf(what, sizeof(what), " %s %s", raft_request__name(e->request), e->req.key);
+		break;
+	case RAFT_REQ_COMPACTION:
+		snprintf(what, sizeof(what), " compaction rev=%" PRId64, e->req.compact_revision);
+		break;
+	case RAFT_REQ_NONE:
+		snprintf(what, sizeof(what), "%s", e->data_len ? "" : " empty");
+		break;
+	default:
+		snprintf(what, sizeof(what), " %s (%u bytes)", raft_request__name(e->request),
+			 e->data_len);
+		break;
+	}
+	snprintf(b, cap, "[#%" PRIu64 " t%" PRIu64 "%s%s%s%s", e->index, e->term,
+		 e->type != RAFT_ENTRY_NORMAL ? " " : "",
+		 e->type != RAFT_ENTRY_NORMAL ? raft_entry_type__name(e->type) : "", what, "");
+	if (e->request_id) {
+		size_t n = strlen(b);
+		snprintf(b + n, cap - n, " id=%" PRIx64, e->request_id);
+	}
+	size_t n = strlen(b);
+	snprintf(b + n, cap - n, "]");
+}
+
+/* One raft message: from->to type term index commit, its entries. */
+static void describe_raft(char *b, size_t cap, const struct raft_message *r)
+{
+	char from[20] = "?", to[20] = "?", state[96];
+	size_t n;
+
+	if (r->ids_known) {
+		snprintf(from, sizeof(from), "%" PRIx64, r->from);
+		snprintf(to, sizeof(to), "%" PRIx64, r->to);
+	}
+	if (r->state_known)
+		snprintf(state, sizeof(state),
+			 "term=%" PRIu64 " index=%" PRIu64 " logterm=%" PRIu64, r->term, r->index,
+			 r->log_term);
+	else
+		snprintf(state, sizeof(state), "term=? index=? logterm=?");
+	snprintf(b, cap, "%s %s->%s %s commit=%" PRIu64 "%s%s entries=%u",
+		 raft_message_type__name(r->type), from, to, state, r->commit,
+		 r->reject ? " reject" : "", r->app_entries ? " (msgappv2)" : "", r->entries_total);
+	n = strlen(b);
+	if (r->reject && n < cap)
+		snprintf(b + n, cap - n, " hint=%" PRIu64, r->reject_hint);
+	if (r->entries_first || !r->last_part) {
+		n = strlen(b);
+		snprintf(b + n, cap - n, " part %u-%u", r->entries_first,
+			 r->entries_first + r->n_entries);
+	}
+	if (r->entries_cut) {
+		n = strlen(b);
+		snprintf(b + n, cap - n, " (entries not kept: frame too large)");
+	}
+	for (uint32_t i = 0; i < r->n_entries; i++) {
+		char e[1600];
+		describe_raft_entry(e, sizeof(e), &r->entries[i]);
+		n = strlen(b);
+		if (n + 1 < cap)
+			snprintf(b + n, cap - n, " %s", e);
+	}
+}
+
 static void describe_body(char *b, size_t cap, const struct decoded_msg *m)
 {
 	char x[1200], y[1200];
@@ -410,6 +499,9 @@ static void describe_body(char *b, size_t cap, const struct decoded_msg *m)
 			 e->prev_mod_revision, e->prev_node_name[0] ? e->prev_node_name : "\"\"");
 		break;
 	}
+	case BODY_RAFT_MESSAGE:
+		describe_raft(b, cap, m->body.raft);
+		break;
 	case BODY_UNDECODED:
 		snprintf(b, cap, "(%" PRIu64 " bytes not decoded%s)", m->body_len,
 			 m->body_truncated ? ", cut" : "");
@@ -454,7 +546,7 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 		       "STREAM", "FLAGS", "DETAIL");
 		o->header_done = true;
 	}
-	char body[2048], head[1024] = "";
+	char body[16384], head[1024] = "";
 	const struct decoded_http *h = &m->http;
 	describe_body(body, sizeof(body), m);
 	switch (m->kind) {

@@ -680,6 +680,111 @@ static json_t *kv_json(const struct etcd_kv *kv)
 	return j;
 }
 
+static json_t *txn_json(const struct etcd_txn *t)
+{
+	json_t *j =
+	    json_pack("{s:i, s:s, s:i, s:i, s:I}", "compares", (int)t->compares, "compare_key",
+		      t->compare_key, "compare_target", t->compare_target, "compare_result",
+		      t->compare_result, "compare_revision", (json_int_t)t->compare_revision);
+
+	if (j && t->has_put)
+		json_object_set_new(j, "put", kv_json(&t->put));
+	if (j && t->has_delete)
+		json_object_set_new(j, "delete", json_string(t->delete_key));
+	if (j && t->has_else_get)
+		json_object_set_new(j, "else_get", json_string(t->else_get_key));
+	return j;
+}
+
+/* Member and request ids are unsigned 64-bit: hex strings, as etcd writes member ids. */
+static json_t *hex_id_json(uint64_t id)
+{
+	char b[20];
+
+	snprintf(b, sizeof(b), "%" PRIx64, id);
+	return json_string(b);
+}
+
+static json_t *raft_entry_json(const struct raft_entry *e)
+{
+	json_t *j =
+	    json_pack("{s:I, s:I, s:s, s:i, s:s}", "index", (json_int_t)e->index, "term",
+		      (json_int_t)e->term, "type", raft_entry_type__name(e->type), "data_len",
+		      (int)e->data_len, "request", raft_request__name(e->request));
+
+	if (!j)
+		return json_null();
+	if (e->request_id)
+		json_object_set_new(j, "request_id", hex_id_json(e->request_id));
+	switch (e->request) {
+	case RAFT_REQ_TXN:
+		json_object_set_new(j, "txn", txn_json(&e->req.txn));
+		break;
+	case RAFT_REQ_PUT:
+		json_object_set_new(j, "put", kv_json(&e->req.put));
+		break;
+	case RAFT_REQ_RANGE:
+	case RAFT_REQ_DELETE_RANGE:
+		json_object_set_new(j, "key", json_string(e->req.key));
+		break;
+	case RAFT_REQ_COMPACTION:
+		json_object_set_new(j, "compact_revision",
+				    json_integer((json_int_t)e->req.compact_revision));
+		break;
+	default:
+		break;
+	}
+	return j;
+}
+
+/* A raft message (or part): what is not known is absent, not 0. */
+static json_t *raft_json(const struct raft_message *r)
+{
+	json_t *j =
+	    json_pack("{s:s, s:s, s:I, s:b, s:i}", "framing", raft_framing__name(r->framing),
+		      "type", raft_message_type__name(r->type), "commit", (json_int_t)r->commit,
+		      "reject", r->reject, "entries_total", (int)r->entries_total);
+	json_t *entries = json_array();
+
+	if (!j || !entries) {
+		json_decref(j);
+		json_decref(entries);
+		return json_null();
+	}
+	if (r->ids_known) {
+		json_object_set_new(j, "from", hex_id_json(r->from));
+		json_object_set_new(j, "to", hex_id_json(r->to));
+	}
+	if (r->state_known) {
+		json_object_set_new(j, "term", json_integer((json_int_t)r->term));
+		json_object_set_new(j, "log_term", json_integer((json_int_t)r->log_term));
+		json_object_set_new(j, "index", json_integer((json_int_t)r->index));
+	}
+	if (r->app_entries)
+		json_object_set_new(j, "app_entries", json_true());
+	if (r->reject)
+		json_object_set_new(j, "reject_hint", json_integer((json_int_t)r->reject_hint));
+	if (r->vote)
+		json_object_set_new(j, "vote", hex_id_json(r->vote));
+	if (r->has_snapshot) {
+		json_object_set_new(j, "snapshot_index",
+				    json_integer((json_int_t)r->snapshot_index));
+		json_object_set_new(j, "snapshot_term", json_integer((json_int_t)r->snapshot_term));
+	}
+	if (r->context_len)
+		json_object_set_new(j, "context_len", json_integer(r->context_len));
+	if (r->entries_first || !r->last_part) {
+		json_object_set_new(j, "entries_first", json_integer(r->entries_first));
+		json_object_set_new(j, "last_part", json_boolean(r->last_part));
+	}
+	if (r->entries_cut)
+		json_object_set_new(j, "entries_cut", json_true());
+	for (uint32_t i = 0; i < r->n_entries; i++)
+		json_array_append_new(entries, raft_entry_json(&r->entries[i]));
+	json_object_set_new(j, "entries", entries);
+	return j;
+}
+
 static json_t *body_json(const struct decoded_msg *m)
 {
 	switch (m->body_kind) {
@@ -688,21 +793,10 @@ static json_t *body_json(const struct decoded_msg *m)
 	case BODY_K8S_WATCH_EVENT:
 		return json_pack("{s:s, s:o}", "type", m->body.watch.type, "object",
 				 k8s_json(&m->body.watch.object));
-	case BODY_ETCD_TXN: {
-		const struct etcd_txn *t = &m->body.txn;
-		json_t *j = json_pack("{s:i, s:s, s:i, s:i, s:I}", "compares", (int)t->compares,
-				      "compare_key", t->compare_key, "compare_target",
-				      t->compare_target, "compare_result", t->compare_result,
-				      "compare_revision", (json_int_t)t->compare_revision);
-
-		if (j && t->has_put)
-			json_object_set_new(j, "put", kv_json(&t->put));
-		if (j && t->has_delete)
-			json_object_set_new(j, "delete", json_string(t->delete_key));
-		if (j && t->has_else_get)
-			json_object_set_new(j, "else_get", json_string(t->else_get_key));
-		return j;
-	}
+	case BODY_ETCD_TXN:
+		return txn_json(&m->body.txn);
+	case BODY_RAFT_MESSAGE:
+		return raft_json(m->body.raft);
 	case BODY_ETCD_TXN_RESPONSE: {
 		const struct etcd_txn_response *t = &m->body.txn_response;
 		json_t *j = json_pack("{s:I, s:b}", "revision", (json_int_t)t->header.revision,
