@@ -1296,6 +1296,18 @@ static void h1_on_start(void *ctx, int dir, const struct http1_start *st, uint64
 	uint32_t id;
 
 	header_block_reset(c);
+	if (st->resynced_body) {
+		/* The rest of a rafthttp stream's body after lost bytes: the same response (it
+		 * never ends), which keeps its request's members; the next frame resumes it. */
+		struct stream *cur = stream_find(c, c->h1_current[dir]);
+		if (cur && cur->half[dir].raft &&
+		    cur->half[dir].raft->framing != RAFT_FRAMING_PIPELINE) {
+			cur->half[dir].mode = BODY_MODE_SNIFF;
+			cur->half[dir].sniff_len = 0;
+			cur->half[dir].sniff_done = false;
+			return;
+		}
+	}
 	if (st->request) {
 		learn_client_dir(c, dir, false);
 		id = ++c->h1_next_request;

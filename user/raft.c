@@ -671,6 +671,8 @@ void raft_stream__init(struct raft_stream *s, enum raft_framing framing)
 {
 	memset(s, 0, sizeof(*s));
 	s->framing = framing;
+	/* From its start, both ends of an msgappv2 stream hold term 0, index 0. */
+	s->state_known = true;
 }
 
 void raft_stream__free(struct raft_stream *s)
