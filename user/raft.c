@@ -946,11 +946,12 @@ static int number_done(struct raft_stream *s, uint64_t v, uint64_t ts, raft_mess
 	case RAFT_NUM_MESSAGE_LEN:
 		if (!v || v > RAFT_FRAME_LIMIT)
 			return -EBADMSG;
+		/* Kept or not is decided now; the buffer grows as the bytes come, not on the
+		 * length's word. */
 		s->frame_len = v;
 		s->need = v;
 		s->len = 0;
-		s->keep = true;
-		frame_reserve(s, v);
+		s->keep = v <= RAFT_FRAME_KEEP_MAX;
 		s->state = RAFT_S_MESSAGE;
 		return 0;
 	case RAFT_NUM_ENTRY_COUNT:
@@ -1050,10 +1051,7 @@ int raft_stream__feed(struct raft_stream *s, const uint8_t *buf, size_t len, uin
 				len -= n;
 				break;
 			}
-			if (s->keep) {
-				memcpy(s->buf + s->len, buf, n);
-				s->len += (uint32_t)n;
-			}
+			frame_append(s, buf, n);
 			s->need -= n;
 			buf += n;
 			len -= n;

@@ -38,7 +38,8 @@
  * RAFT_FRAME_KEEP_MAX bytes, and skipped (its boundaries kept, counted) when larger; a length
  * above RAFT_FRAME_LIMIT (etcd's own read limit) or an entry count above RAFT_APPENTRIES_MAX is not
  * believed: the stream is lost until the owner resumes it. Nothing is allocated per byte: a stream
- * keeps one buffer, grown per frame and given back when a large frame is done. */
+ * keeps one buffer, grown (doubling) as a frame's bytes arrive, never on a length's word alone,
+ * and given back when a large frame is done. */
 #ifndef BINDTRACE_RAFT_H
 #define BINDTRACE_RAFT_H
 
