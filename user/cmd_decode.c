@@ -407,9 +407,9 @@ static void describe_raft(char *b, size_t cap, const struct raft_message *r)
 			 r->log_term);
 	else
 		snprintf(state, sizeof(state), "term=? index=? logterm=?");
-	snprintf(b, cap, "%s %s->%s %s commit=%" PRIu64 "%s%s entries=%u",
-		 raft_message_type__name(r->type), from, to, state, r->commit,
-		 r->reject ? " reject" : "", r->app_entries ? " (msgappv2)" : "", r->entries_total);
+	snprintf(b, cap, "%s->%s %s %s commit=%" PRIu64 "%s%s entries=%u", from, to,
+		 raft_message_type__name(r->type), state, r->commit, r->reject ? " reject" : "",
+		 r->app_entries ? " (msgappv2)" : "", r->entries_total);
 	n = strlen(b);
 	if (r->reject && n < cap)
 		snprintf(b + n, cap - n, " hint=%" PRIu64, r->reject_hint);
@@ -600,15 +600,21 @@ struct decode_args {
 
 static const char doc[] =
     "Decode a capture recorded with `bindtrace capture --json`: HTTP/2 and HTTP/1.1 requests, "
-    "responses and watch events of Kubernetes, and etcd's gRPC calls.\n"
+    "responses and watch events of Kubernetes, etcd's gRPC calls, and etcd's peer traffic "
+    "(raft messages of the rafthttp pipeline and streams).\n"
     "\vOutput: one line per message: time since the first (ms), connection, direction (out: "
     "written by the traced process), kind, HTTP/2 stream, flags (C/S client or server side, "
     "c/s when guessed, U connection unreliable after a gap or a mid-connection start, "
     "I message incomplete, W streaming, ~ etcd method inferred from the message because its "
-    ":path was never seen), and details. --json prints one object per message with "
+    ":path was never seen), and details. A raft message reads FROM->TO TYPE term= index= "
+    "logterm= commit= entries=N, then each entry as [#INDEX tTERM request id=REQUEST-ID], a "
+    "Txn with its compare and put keys; ? where the stream does not say yet (an msgappv2 "
+    "stream met mid-way). --json prints one object per message with "
     "ts_first_ns, ts_last_ns, conn, pid, comm, dir, proto, kind, stream, from_client, "
     "client_known, unreliable, incomplete, streaming, inferred, method, path, authority, "
-    "user_agent, content_type, status, grpc_status, body_kind, body_len and body. A record "
+    "user_agent, content_type, status, grpc_status, body_kind, body_len and body (a raft "
+    "message's body: framing, type, from, to, term, log_term, index, commit, reject, "
+    "entries_total and entries, ids as hex strings, what is not known left out). A record "
     "may say which end is the client with \"client\": \"local\" (the traced process dialed) or "
     "\"remote\" (it accepted); otherwise the decoder works it out.\n\n"
     "EXAMPLES:\n"

@@ -34,6 +34,27 @@
  * when there is no header) and one request; a Txn or a Put is decoded with etcd.c (values under
  * /registry/secrets/ are never looked into), auth requests are only named (they hold passwords).
  *
+ * Checked against live captures (bindtrace capture of 3-member clusters with peer TLS, etcd
+ * v3.7.3 and v3.6.16 built from the module proxy, etcdctl puts and Txns, the leader killed; the
+ * fixtures tests/fixtures/raft_*.jsonl come from them) - what held of the wire notes
+ * (shared/reference/etcd-raft-wire.md): HTTP/1.1 only; the routes and stream headers; chunked
+ * stream bodies from server to dialer; the pipeline's application/protobuf raw Message and its
+ * 204; the message stream's link heartbeat of 20 bytes in v3.6 (08 08 10 00 ... 68 00) and 2 in
+ * v3.7 (08 08); msgappv2's 1-byte link heartbeat and 17-byte commit-only AppEntries; an App frame
+ * at a stream's first MsgApp and at each new term, AppEntries otherwise; MsgProp's bytes in both
+ * versions; v3.6 writing every scalar field, v3.7 only those set; InternalRaftRequest fields in
+ * ascending order (txn 6, then header 100) and a compare's zero revision still written (28 00);
+ * header.ID's top 16 bits the low 16 bits of the member the client called. What did not, or
+ * was missing: MsgReadIndex(Resp) carries the read's 8-byte id in Entries[0].Data, not in
+ * Context (the leader's MsgHeartbeat then carries it in Context); RequestHeader also carries the
+ * client's username and auth revision when client certificates map to users (not reported);
+ * v3.6 sent MsgApp on the message stream just after a member restarted, before its msgappv2
+ * stream was attached; the pipeline carried heartbeats and a proposal while a restarted member's
+ * streams were not attached, and GET /raft/probing shared the pipeline's keep-alive connections.
+ * Every chunk of the captured streams began at a frame (1247 of 1247 in v3.7, 1198 of 1198 in
+ * v3.6): a Flush writes whole frames. Finding a frame mid-stream relies on that, and a chunk
+ * that does not begin one is skipped rather than misread.
+ *
  * Bounds: a frame (a message, or a whole AppEntries frame) is kept to decode when it is at most
  * RAFT_FRAME_KEEP_MAX bytes, and skipped (its boundaries kept, counted) when larger; a length
  * above RAFT_FRAME_LIMIT (etcd's own read limit) or an entry count above RAFT_APPENTRIES_MAX is not
