@@ -46,14 +46,18 @@
  * ascending order (txn 6, then header 100) and a compare's zero revision still written (28 00);
  * header.ID's top 16 bits the low 16 bits of the member the client called. What did not, or
  * was missing: MsgReadIndex(Resp) carries the read's 8-byte id in Entries[0].Data, not in
- * Context (the leader's MsgHeartbeat then carries it in Context); RequestHeader also carries the
+ * Context; MsgHeartbeat(Resp) then carries a Context, the read's id in v3.6 but an 8-byte
+ * little-endian counter in v3.7; MsgVote's Context is "CampaignTransfer" when the leader hands
+ * over (a member stopping, or MsgTimeoutNow); RequestHeader also carries the
  * client's username and auth revision when client certificates map to users (not reported);
  * v3.6 sent MsgApp on the message stream just after a member restarted, before its msgappv2
  * stream was attached; the pipeline carried heartbeats and a proposal while a restarted member's
  * streams were not attached, and GET /raft/probing shared the pipeline's keep-alive connections.
  * Every chunk of the captured streams began at a frame (1247 of 1247 in v3.7, 1198 of 1198 in
- * v3.6): a Flush writes whole frames. Finding a frame mid-stream relies on that, and a chunk
- * that does not begin one is skipped rather than misread.
+ * v3.6): a Flush writes whole frames. Finding a frame mid-stream relies on that; a chunk that
+ * does not begin one fails raft__frame_start()'s checks (length bytes, type, protobuf shape) and
+ * is skipped, and one that passes them wrongly loses the stream again at its next bad length or
+ * type byte.
  *
  * Bounds: a frame (a message, or a whole AppEntries frame) is kept to decode when it is at most
  * RAFT_FRAME_KEEP_MAX bytes, and skipped (its boundaries kept, counted) when larger; a length
