@@ -235,7 +235,7 @@ static const uint8_t link_hb_v36[] = { 0x08, 0x08, 0x10, 0, 0x18, 0, 0x20, 0, 0x
 				       0x30, 0,	   0x40, 0, 0x50, 0, 0x58, 0, 0x68, 0 };
 static const uint8_t link_hb_v37[] = { 0x08, 0x08 };
 
-static void build_link_heartbeats(struct bytes *o, enum enc enc)
+static void build_hb(struct bytes *o, enum enc enc)
 {
 	const uint8_t *hb = enc == V36 ? link_hb_v36 : link_hb_v37;
 	size_t n = enc == V36 ? sizeof(link_hb_v36) : sizeof(link_hb_v37);
@@ -250,16 +250,6 @@ static void build_link_heartbeats(struct bytes *o, enum enc enc)
 	frame_message(o, &w);
 	put_be64(o, n);
 	put(o, hb, n);
-}
-
-static void build_hb_v36(struct bytes *o)
-{
-	build_link_heartbeats(o, V36);
-}
-
-static void build_hb_v37(struct bytes *o)
-{
-	build_link_heartbeats(o, V37);
 }
 
 /* A follower's proposal (MsgProp, term 0) carrying a Txn, then its MsgAppResp. */
@@ -288,16 +278,6 @@ static void build_prop(struct bytes *o, enum enc enc)
 	frame_message(o, &w);
 	enc_msg(&w, enc, &rej);
 	frame_message(o, &w);
-}
-
-static void build_prop_v36(struct bytes *o)
-{
-	build_prop(o, V36);
-}
-
-static void build_prop_v37(struct bytes *o)
-{
-	build_prop(o, V37);
 }
 
 /* msgappv2 from its start: a link heartbeat, a commit-only AppEntries (the state is 0/0 at the
@@ -329,18 +309,8 @@ static void build_msgapp(struct bytes *o, enum enc enc)
 	frame_app_entries(o, enc, NULL, 0, 19);
 }
 
-static void build_msgapp_v36(struct bytes *o)
-{
-	build_msgapp(o, V36);
-}
-
-static void build_msgapp_v37(struct bytes *o)
-{
-	build_msgapp(o, V37);
-}
-
 /* Met mid-stream: AppEntries whose state is not known, then an App frame, then known ones. */
-static void build_midstream(struct bytes *o)
+static void build_midstream(struct bytes *o, enum enc enc)
 {
 	struct pbw w;
 	struct entry_spec e12 = { .term = 2, .index = 12 };
@@ -357,16 +327,16 @@ static void build_midstream(struct bytes *o)
 				.entries = &e14 };
 
 	put_byte(o, 0);
-	frame_app_entries(o, V37, &e12, 1, 11);
-	frame_app_entries(o, V37, NULL, 0, 12);
-	frame_app_entries(o, V37, &e13, 1, 12);
-	enc_msg(&w, V37, &app);
+	frame_app_entries(o, enc, &e12, 1, 11);
+	frame_app_entries(o, enc, NULL, 0, 12);
+	frame_app_entries(o, enc, &e13, 1, 12);
+	enc_msg(&w, enc, &app);
 	frame_app(o, &w);
-	frame_app_entries(o, V37, NULL, 0, 14);
+	frame_app_entries(o, enc, NULL, 0, 14);
 }
 
 /* An AppEntries frame whose first entry does not follow the state: reported without it. */
-static void build_mismatch(struct bytes *o)
+static void build_mismatch(struct bytes *o, enum enc enc)
 {
 	struct pbw w;
 	struct entry_spec e5 = { .term = 2, .index = 5 };
@@ -381,14 +351,14 @@ static void build_mismatch(struct bytes *o)
 				.n_entries = 1,
 				.entries = &e5 };
 
-	enc_msg(&w, V37, &app);
+	enc_msg(&w, enc, &app);
 	frame_app(o, &w);
-	frame_app_entries(o, V37, &e9, 1, 5);
-	frame_app_entries(o, V37, NULL, 0, 6);
+	frame_app_entries(o, enc, &e9, 1, 5);
+	frame_app_entries(o, enc, NULL, 0, 6);
 }
 
 /* A message with 20 entries: reported in parts of RAFT_MSG_ENTRIES. */
-static void build_parts(struct bytes *o)
+static void build_parts(struct bytes *o, enum enc enc)
 {
 	struct entry_spec e[20];
 	struct msg_spec app = { .type = RAFT_MSG_APP,
@@ -404,12 +374,12 @@ static void build_parts(struct bytes *o)
 
 	for (int i = 0; i < 20; i++)
 		e[i] = (struct entry_spec){ .term = 2, .index = 101 + (uint64_t)i };
-	enc_msg(&w, V36, &app);
+	enc_msg(&w, enc, &app);
 	frame_message(o, &w);
 }
 
 /* A read index: its entry's data is the read request's 8-byte id. */
-static void build_read_index(struct bytes *o)
+static void build_read_index(struct bytes *o, enum enc enc)
 {
 	static const uint8_t ctx[8] = { 0x84, 0x5f, 0xa2, 0x2b, 0xc1, 0x52, 0x47, 0x02 };
 	struct entry_spec e = { .data = ctx, .data_len = 8 };
@@ -418,12 +388,12 @@ static void build_read_index(struct bytes *o)
 	};
 	struct pbw w;
 
-	enc_msg(&w, V37, &ri);
+	enc_msg(&w, enc, &ri);
 	frame_message(o, &w);
 }
 
 /* A message that does not parse, with a good length: counted, the next one decoded. */
-static void build_bad_message(struct bytes *o)
+static void build_bad_message(struct bytes *o, enum enc enc)
 {
 	static const uint8_t bad[] = { 0x08, 0x04, 0x12, 0x05, 0x01 }; /* field 2 as bytes, cut */
 	struct msg_spec resp = {
@@ -433,47 +403,48 @@ static void build_bad_message(struct bytes *o)
 
 	put_be64(o, sizeof(bad));
 	put(o, bad, sizeof(bad));
-	enc_msg(&w, V37, &resp);
+	enc_msg(&w, enc, &resp);
 	frame_message(o, &w);
 }
 
 /* Lengths that cannot be believed: the stream is lost, nothing after is decoded. */
-static void build_huge_length(struct bytes *o)
+static void build_huge_length(struct bytes *o, enum enc enc)
 {
 	struct msg_spec resp = {
 		.type = RAFT_MSG_APP_RESP, .to = M1, .from = M2, .term = 2, .index = 7
 	};
 	struct pbw w;
 
-	enc_msg(&w, V37, &resp);
+	enc_msg(&w, enc, &resp);
 	frame_message(o, &w);
 	put_be64(o, RAFT_FRAME_LIMIT + 1);
 	frame_message(o, &w);
 }
 
-static void build_bad_type(struct bytes *o)
+static void build_bad_type(struct bytes *o, enum enc enc)
 {
-	frame_app_entries(o, V37, NULL, 0, 5);
+	frame_app_entries(o, enc, NULL, 0, 5);
 	put_byte(o, 3);
-	frame_app_entries(o, V37, NULL, 0, 6);
+	frame_app_entries(o, enc, NULL, 0, 6);
 }
 
-static void build_too_many_entries(struct bytes *o)
+static void build_too_many_entries(struct bytes *o, enum enc enc)
 {
+	(void)enc; /* no protobuf in it */
 	put_byte(o, 1);
 	put_be64(o, (uint64_t)RAFT_APPENTRIES_MAX + 1);
 	put_be64(o, 0);
 }
 
 /* A pipeline body: one raw message, decoded at the body's end. */
-static void build_pipeline(struct bytes *o)
+static void build_pipeline(struct bytes *o, enum enc enc)
 {
 	struct msg_spec hb = {
 		.type = RAFT_MSG_HEARTBEAT, .to = M1, .from = M2, .term = 3, .commit = 17
 	};
 	struct pbw w;
 
-	enc_msg(&w, V37, &hb);
+	enc_msg(&w, enc, &hb);
 	put(o, w.b, w.n);
 }
 
@@ -482,29 +453,32 @@ struct stream_case {
 	enum raft_framing framing;
 	bool midstream; /* resumed before the first byte */
 	bool ids;	/* the stream's ids are given (from its request) */
-	void (*build)(struct bytes *o);
+	void (*build)(struct bytes *o, enum enc enc);
+	enum enc enc;
 	const char *want;
 	uint64_t link_heartbeats, lost, decode_errors, state_unknown;
 };
 
 static const struct stream_case stream_cases[] = {
-	{ "link heartbeats v3.6 (20 bytes)", RAFT_FRAMING_MESSAGE, false, false, build_hb_v36,
+	{ "link heartbeats v3.6 (20 bytes)", RAFT_FRAMING_MESSAGE, false, false, build_hb, V36,
 	  "MsgHeartbeat 1a3179e3dc2de125>5607b8ec4f3f845f t2 i0 lt0 c9;", 2, 0, 0, 0 },
-	{ "link heartbeats v3.7 (2 bytes)", RAFT_FRAMING_MESSAGE, false, false, build_hb_v37,
+	{ "link heartbeats v3.7 (2 bytes)", RAFT_FRAMING_MESSAGE, false, false, build_hb, V37,
 	  "MsgHeartbeat 1a3179e3dc2de125>5607b8ec4f3f845f t2 i0 lt0 c9;", 2, 0, 0, 0 },
-	{ "MsgProp with a Txn, MsgAppResp v3.6", RAFT_FRAMING_MESSAGE, false, false, build_prop_v36,
+	{ "MsgProp with a Txn, MsgAppResp v3.6", RAFT_FRAMING_MESSAGE, false, false, build_prop,
+	  V36,
 	  "MsgProp 5607b8ec4f3f845f>1a3179e3dc2de125 t0 i0 lt0 c0 n1 [0:0 txn id=845fa22bc1524705 "
 	  "/registry/pods/default/web-0@1234->/registry/pods/default/web-0];"
 	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0;"
 	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0 reject hint12;",
 	  0, 0, 0, 0 },
-	{ "MsgProp with a Txn, MsgAppResp v3.7", RAFT_FRAMING_MESSAGE, false, false, build_prop_v37,
+	{ "MsgProp with a Txn, MsgAppResp v3.7", RAFT_FRAMING_MESSAGE, false, false, build_prop,
+	  V37,
 	  "MsgProp 5607b8ec4f3f845f>1a3179e3dc2de125 t0 i0 lt0 c0 n1 [0:0 txn id=845fa22bc1524705 "
 	  "/registry/pods/default/web-0@1234->/registry/pods/default/web-0];"
 	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0;"
 	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0 reject hint12;",
 	  0, 0, 0, 0 },
-	{ "msgappv2 from the start v3.6", RAFT_FRAMING_MSGAPPV2, false, true, build_msgapp_v36,
+	{ "msgappv2 from the start v3.6", RAFT_FRAMING_MSGAPPV2, false, true, build_msgapp, V36,
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t0 i0 lt0 c0;"
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i16 lt2 c16 n1 [17:3 none];"
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i17 lt3 c17;"
@@ -513,7 +487,7 @@ static const struct stream_case stream_cases[] = {
 	  " [19:3 none];"
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i19 lt3 c19;",
 	  2, 0, 0, 0 },
-	{ "msgappv2 from the start v3.7", RAFT_FRAMING_MSGAPPV2, false, true, build_msgapp_v37,
+	{ "msgappv2 from the start v3.7", RAFT_FRAMING_MSGAPPV2, false, true, build_msgapp, V37,
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t0 i0 lt0 c0;"
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i16 lt2 c16 n1 [17:3 none];"
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i17 lt3 c17;"
@@ -523,7 +497,7 @@ static const struct stream_case stream_cases[] = {
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i19 lt3 c19;",
 	  2, 0, 0, 0 },
 	{ "msgappv2 met mid-stream, ids from the App frame", RAFT_FRAMING_MSGAPPV2, true, false,
-	  build_midstream,
+	  build_midstream, V37,
 	  "MsgApp ?>? t? i? lt? c11 n1 [12:2 none];"
 	  "MsgApp ?>? t? i? lt? c12;"
 	  "MsgApp ?>? t? i? lt? c12 n1 [13:2 none];"
@@ -531,12 +505,12 @@ static const struct stream_case stream_cases[] = {
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i14 lt3 c14;",
 	  1, 0, 0, 3 },
 	{ "msgappv2 state contradicted by an entry", RAFT_FRAMING_MSGAPPV2, false, true,
-	  build_mismatch,
+	  build_mismatch, V37,
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t2 i4 lt2 c4 n1 [5:2 none];"
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t? i? lt? c5 n1 [9:2 none];"
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t? i? lt? c6;",
 	  0, 0, 0, 2 },
-	{ "20 entries in parts", RAFT_FRAMING_MESSAGE, false, false, build_parts,
+	{ "20 entries in parts", RAFT_FRAMING_MESSAGE, false, false, build_parts, V36,
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t2 i100 lt2 c100 n20 part@0 [101:2 none] "
 	  "[102:2 none] [103:2 none] [104:2 none] [105:2 none] [106:2 none] [107:2 none] "
 	  "[108:2 none];"
@@ -547,18 +521,19 @@ static const struct stream_case stream_cases[] = {
 	  "[118:2 none] [119:2 none] [120:2 none];",
 	  0, 0, 0, 0 },
 	{ "read index carries a request id", RAFT_FRAMING_MESSAGE, false, false, build_read_index,
+	  V37,
 	  "MsgReadIndex 5607b8ec4f3f845f>1a3179e3dc2de125 t0 i0 lt0 c0 n1 [0:0 read-index "
 	  "id=845fa22bc1524702];",
 	  0, 0, 0, 0 },
 	{ "a message that does not parse", RAFT_FRAMING_MESSAGE, false, false, build_bad_message,
-	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i7 lt0 c0;", 0, 0, 1, 0 },
-	{ "a length above the limit", RAFT_FRAMING_MESSAGE, false, false, build_huge_length,
+	  V37, "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i7 lt0 c0;", 0, 0, 1, 0 },
+	{ "a length above the limit", RAFT_FRAMING_MESSAGE, false, false, build_huge_length, V37,
 	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i7 lt0 c0;", 0, 1, 0, 0 },
-	{ "an unknown msgappv2 type", RAFT_FRAMING_MSGAPPV2, false, true, build_bad_type,
+	{ "an unknown msgappv2 type", RAFT_FRAMING_MSGAPPV2, false, true, build_bad_type, V37,
 	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t0 i0 lt0 c5;", 0, 1, 0, 0 },
 	{ "an entry count above the cap", RAFT_FRAMING_MSGAPPV2, false, true,
-	  build_too_many_entries, "", 0, 1, 0, 0 },
-	{ "pipeline body", RAFT_FRAMING_PIPELINE, false, false, build_pipeline,
+	  build_too_many_entries, V37, "", 0, 1, 0, 0 },
+	{ "pipeline body", RAFT_FRAMING_PIPELINE, false, false, build_pipeline, V37,
 	  "MsgHeartbeat 5607b8ec4f3f845f>1a3179e3dc2de125 t3 i0 lt0 c17;", 0, 0, 0, 0 },
 };
 
@@ -591,7 +566,7 @@ static void check_stream_cases(void)
 	for (size_t i = 0; i < sizeof(stream_cases) / sizeof(stream_cases[0]); i++) {
 		const struct stream_case *c = &stream_cases[i];
 		struct bytes in = { 0 };
-		c->build(&in);
+		c->build(&in, c->enc);
 		for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
 			static struct log got;
 			struct raft_stream_stats st;
