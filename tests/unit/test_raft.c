@@ -459,43 +459,34 @@ struct stream_case {
 	uint64_t link_heartbeats, lost, decode_errors, state_unknown;
 };
 
+/* Both encodings decode to the same messages. */
+#define WANT_PROP                                                                                  \
+	"MsgProp 5607b8ec4f3f845f>1a3179e3dc2de125 t0 i0 lt0 c0 n1 [0:0 txn id=845fa22bc1524705 "  \
+	"/registry/pods/default/web-0@1234->/registry/pods/default/web-0];"                        \
+	"MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0;"                              \
+	"MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0 reject hint12;"
+#define WANT_MSGAPP                                                                                \
+	"MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t0 i0 lt0 c0;"                                   \
+	"MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i16 lt2 c16 n1 [17:3 none];"                  \
+	"MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i17 lt3 c17;"                                 \
+	"MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i17 lt3 c17 n2 [18:3 txn "                    \
+	"id=845fa22bc1524705 /registry/pods/default/web-0@1234->/registry/pods/default/web-0]"     \
+	" [19:3 none];"                                                                            \
+	"MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i19 lt3 c19;"
+
 static const struct stream_case stream_cases[] = {
 	{ "link heartbeats v3.6 (20 bytes)", RAFT_FRAMING_MESSAGE, false, false, build_hb, V36,
 	  "MsgHeartbeat 1a3179e3dc2de125>5607b8ec4f3f845f t2 i0 lt0 c9;", 2, 0, 0, 0 },
 	{ "link heartbeats v3.7 (2 bytes)", RAFT_FRAMING_MESSAGE, false, false, build_hb, V37,
 	  "MsgHeartbeat 1a3179e3dc2de125>5607b8ec4f3f845f t2 i0 lt0 c9;", 2, 0, 0, 0 },
 	{ "MsgProp with a Txn, MsgAppResp v3.6", RAFT_FRAMING_MESSAGE, false, false, build_prop,
-	  V36,
-	  "MsgProp 5607b8ec4f3f845f>1a3179e3dc2de125 t0 i0 lt0 c0 n1 [0:0 txn id=845fa22bc1524705 "
-	  "/registry/pods/default/web-0@1234->/registry/pods/default/web-0];"
-	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0;"
-	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0 reject hint12;",
-	  0, 0, 0, 0 },
+	  V36, WANT_PROP, 0, 0, 0, 0 },
 	{ "MsgProp with a Txn, MsgAppResp v3.7", RAFT_FRAMING_MESSAGE, false, false, build_prop,
-	  V37,
-	  "MsgProp 5607b8ec4f3f845f>1a3179e3dc2de125 t0 i0 lt0 c0 n1 [0:0 txn id=845fa22bc1524705 "
-	  "/registry/pods/default/web-0@1234->/registry/pods/default/web-0];"
-	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0;"
-	  "MsgAppResp 5607b8ec4f3f845f>1a3179e3dc2de125 t2 i15 lt0 c0 reject hint12;",
-	  0, 0, 0, 0 },
+	  V37, WANT_PROP, 0, 0, 0, 0 },
 	{ "msgappv2 from the start v3.6", RAFT_FRAMING_MSGAPPV2, false, true, build_msgapp, V36,
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t0 i0 lt0 c0;"
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i16 lt2 c16 n1 [17:3 none];"
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i17 lt3 c17;"
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i17 lt3 c17 n2 [18:3 txn "
-	  "id=845fa22bc1524705 /registry/pods/default/web-0@1234->/registry/pods/default/web-0]"
-	  " [19:3 none];"
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i19 lt3 c19;",
-	  2, 0, 0, 0 },
+	  WANT_MSGAPP, 2, 0, 0, 0 },
 	{ "msgappv2 from the start v3.7", RAFT_FRAMING_MSGAPPV2, false, true, build_msgapp, V37,
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t0 i0 lt0 c0;"
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i16 lt2 c16 n1 [17:3 none];"
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i17 lt3 c17;"
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i17 lt3 c17 n2 [18:3 txn "
-	  "id=845fa22bc1524705 /registry/pods/default/web-0@1234->/registry/pods/default/web-0]"
-	  " [19:3 none];"
-	  "MsgApp 1a3179e3dc2de125>5607b8ec4f3f845f t3 i19 lt3 c19;",
-	  2, 0, 0, 0 },
+	  WANT_MSGAPP, 2, 0, 0, 0 },
 	{ "msgappv2 met mid-stream, ids from the App frame", RAFT_FRAMING_MSGAPPV2, true, false,
 	  build_midstream, V37,
 	  "MsgApp ?>? t? i? lt? c11 n1 [12:2 none];"
