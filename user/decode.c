@@ -119,7 +119,8 @@ struct conn_decoder {
 	uint64_t hdr_raft_to; /* X-Raft-To */
 	struct decoded_msg msg;
 	struct conn_decoder_stats stats;
-	uint64_t bytes_unhandled; /* no memory for the protocol layer */
+	uint64_t bytes_unhandled;	       /* no memory for the protocol layer */
+	struct raft_stream_stats raft_retired; /* of raft streams freed */
 };
 
 const char *decoded_kind__name(enum decoded_kind k)
@@ -164,9 +165,23 @@ static void half_raft_free(struct half *h)
 	h->raft = NULL;
 }
 
+/* A raft stream's counts outlive it in the connection's statistics. */
+static void raft_stats_add(struct raft_stream_stats *sum, const struct raft_stream_stats *st)
+{
+	sum->decode_errors += st->decode_errors;
+	sum->lost += st->lost;
+	sum->bytes_skipped += st->bytes_skipped;
+}
+
+static void half_raft_retire(struct conn_decoder *c, struct half *h)
+{
+	if (h->raft)
+		raft_stats_add(&c->raft_retired, &h->raft->stats);
+	half_raft_free(h);
+}
+
 static void half_reset(struct half *h)
 {
-	half_raft_free(h);
 	uint8_t *buf = h->buf;
 	uint32_t cap = h->cap;
 	struct lp_framer f = h->framer;
@@ -199,7 +214,7 @@ static void stream_release(struct conn_decoder *c, struct stream *s)
 	s->used = false;
 	/* Keep small buffers for reuse; give back large ones. */
 	for (int d = 0; d < 2; d++) {
-		half_raft_free(&s->half[d]);
+		half_raft_retire(c, &s->half[d]);
 		if (s->half[d].cap > 65536) {
 			free(s->half[d].buf);
 			s->half[d].buf = NULL;
@@ -261,6 +276,8 @@ static struct stream *stream_get(struct conn_decoder *c, uint32_t id)
 	if (victim->used)
 		c->stats.streams_evicted++;
 	s = victim;
+	half_raft_retire(c, &s->half[0]);
+	half_raft_retire(c, &s->half[1]);
 	struct half h0 = s->half[0], h1 = s->half[1];
 	memset(s, 0, sizeof(*s));
 	s->half[0] = h0;
@@ -1760,4 +1777,13 @@ void conn_decoder__stats(const struct conn_decoder *c, struct conn_decoder_stats
 		st->resyncs += c->h1->dir[0].resyncs + c->h1->dir[1].resyncs;
 		st->bytes_skipped += c->h1->dir[0].bytes_skipped + c->h1->dir[1].bytes_skipped;
 	}
+	/* Raft frames that did not parse, and raft streams that lost their frames. */
+	struct raft_stream_stats raft = c->raft_retired;
+	for (uint32_t i = 0; i < c->nstreams; i++)
+		for (int d = 0; d < 2; d++)
+			if (c->streams[i]->half[d].raft)
+				raft_stats_add(&raft, &c->streams[i]->half[d].raft->stats);
+	st->decode_errors += raft.decode_errors;
+	st->resyncs += raft.lost;
+	st->bytes_skipped += raft.bytes_skipped;
 }
