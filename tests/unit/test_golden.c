@@ -80,6 +80,11 @@ static const struct golden_case {
 	/* 50 binds (every tenth a 409) and their Txns, and the reset Binding; the report of a
 	 * 409. */
 	{ "many_binds", "default", "web-9", 51 },
+	/* etcd's peer traffic (3 members, peer TLS) from the streams' start in v3.7.3 and
+	 * v3.6.16, and met mid-way: raft messages, no bind. */
+	{ "raft_midstream", NULL, NULL, 0 },
+	{ "raft_v36", NULL, NULL, 0 },
+	{ "raft_v37", NULL, NULL, 0 },
 	/* Watchers alone: no bind. */
 	{ "watch_http1_midway", NULL, NULL, 0 },
 	{ "watch_json", NULL, NULL, 0 },
