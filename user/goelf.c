@@ -1529,12 +1529,10 @@ static int pcvalue(const struct go_binary *gb, uint32_t off, uint64_t entry, uin
 	return go_pcvalue__lookup(gb->pcln + at, gb->pcln_len - at, entry, pc, gb->min_lc, value);
 }
 
-int go_binary__pc_to_line(struct go_binary *gb, uint64_t pc, uint64_t load_bias, const char **func,
-			  const char **file, int *line)
+/* Index of the function whose code holds vaddr: 0, or -ENOENT. */
+static int func__containing(struct go_binary *gb, uint64_t vaddr, uint64_t *index)
 {
-	uint64_t vaddr = pc - load_bias, base = gb->ti.text_base, off, lo = 0, hi = gb->n_funcs;
-	const uint8_t *f;
-	int32_t fileno = -1, ln = -1;
+	uint64_t base = gb->ti.text_base, off, lo = 0, hi = gb->n_funcs;
 
 	if (vaddr < base || (off = vaddr - base) < ftab_entryoff(gb, 0) ||
 	    off >= ftab_entryoff(gb, gb->n_funcs)) {
@@ -1549,6 +1547,19 @@ int go_binary__pc_to_line(struct go_binary *gb, uint64_t pc, uint64_t load_bias,
 		else
 			hi = mid;
 	}
+	*index = lo;
+	return 0;
+}
+
+int go_binary__pc_to_line(struct go_binary *gb, uint64_t pc, uint64_t load_bias, const char **func,
+			  const char **file, int *line)
+{
+	uint64_t vaddr = pc - load_bias, base = gb->ti.text_base, lo;
+	const uint8_t *f;
+	int32_t fileno = -1, ln = -1;
+
+	if (func__containing(gb, vaddr, &lo))
+		return -ENOENT;
 	f = func__record(gb, lo);
 	if (!f) {
 		gb_error(gb, "corrupt function record for 0x%" PRIx64, vaddr);
@@ -1575,4 +1586,100 @@ int go_binary__pc_to_line(struct go_binary *gb, uint64_t pc, uint64_t load_bias,
 	if (line)
 		*line = ln;
 	return 0;
+}
+
+int go_binary__func_args(struct go_binary *gb, const char *name, int32_t *args)
+{
+	const uint8_t *f;
+	uint64_t idx;
+
+	if (func__by_name(gb, name, &idx)) {
+		gb_error(gb, "%s not found in the pclntab", name);
+		return -ENOENT;
+	}
+	f = func__record(gb, idx);
+	if (!f) {
+		gb_error(gb, "corrupt function record for %s", name);
+		return -ENOENT;
+	}
+	*args = (int32_t)get_u32(f + 8);
+	return 0;
+}
+
+int go_binary__sp_delta(struct go_binary *gb, uint64_t vaddr, int32_t *delta)
+{
+	const uint8_t *f;
+	uint64_t idx;
+
+	if (func__containing(gb, vaddr, &idx))
+		return -ENOENT;
+	f = func__record(gb, idx);
+	if (!f ||
+	    pcvalue(gb, get_u32(f + 16), gb->ti.text_base + ftab_entryoff(gb, idx), vaddr, delta)) {
+		gb_error(gb, "no SP delta recorded for 0x%" PRIx64, vaddr);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int go_binary__read_data(struct go_binary *gb, uint64_t vaddr, void *buf, size_t len)
+{
+	const uint8_t *p = gb_ptr(gb, vaddr, len);
+
+	if (!p) {
+		gb_error(gb, "0x%" PRIx64 "+%zu is not in the file", vaddr, len);
+		return -ERANGE;
+	}
+	memcpy(buf, p, len);
+	return 0;
+}
+
+/* The writable segment holding len bytes at vaddr, in memory (file or .bss), or NULL. */
+static const struct segment *segment__writable(const struct go_binary *gb, uint64_t vaddr,
+					       uint64_t len)
+{
+	for (size_t i = 0; i < gb->n_segs; i++) {
+		const struct segment *s = &gb->segs[i];
+
+		if ((s->flags & PF_W) && vaddr >= s->vaddr && vaddr - s->vaddr <= s->memsz &&
+		    len <= s->memsz - (vaddr - s->vaddr))
+			return s;
+	}
+	return NULL;
+}
+
+int go_binary__read_string_var(struct go_binary *gb, uint64_t vaddr, char *buf, size_t cap)
+{
+	const struct segment *s = segment__writable(gb, vaddr, 16);
+	bool relocated = gb->ti.relocated;
+	uint64_t ptr, len;
+	const uint8_t *p;
+
+	if (!s || !cap) {
+		gb_error(gb, "0x%" PRIx64 " is not a variable in a writable segment", vaddr);
+		return -EFAULT;
+	}
+	if (vaddr - s->vaddr >= s->filesz && !reloc__find(gb, vaddr)) {
+		buf[0] = '\0'; /* in .bss: the zero string */
+		return 0;
+	}
+	if (gb_read_addr(gb, vaddr, &ptr) || !(p = gb_ptr(gb, vaddr + 8, 8))) {
+		gb->ti.relocated = relocated;
+		gb_error(gb, "string header at 0x%" PRIx64 " is not in the file", vaddr);
+		return -EFAULT;
+	}
+	gb->ti.relocated = relocated; /* that flag describes the text base, not this read */
+	len = get_u64(p);
+	if (len >= cap) {
+		gb_error(gb, "string at 0x%" PRIx64 " is %" PRIu64 " bytes long", vaddr, len);
+		return -E2BIG;
+	}
+	if (len && !(p = gb_ptr(gb, ptr, len))) {
+		gb_error(gb, "string bytes at 0x%" PRIx64 " are not in the file", ptr);
+		return -ERANGE;
+	}
+	if (len)
+		memcpy(buf, p, len);
+	buf[len] = '\0';
+	return (int)len;
 }

@@ -96,6 +96,27 @@ int64_t go_binary__file_offset(struct go_binary *gb, uint64_t vaddr);
  * copied (fewer at the segment's end), or -ERANGE when vaddr is outside it. */
 ssize_t go_binary__read_text(struct go_binary *gb, uint64_t vaddr, void *buf, size_t len);
 
+/* Bytes of arguments and results the function of this name takes on the stack frame's
+ * argument area (_func.args): for a function without arguments, the size of its results.
+ * 0, or -ENOENT. */
+int go_binary__func_args(struct go_binary *gb, const char *name, int32_t *args);
+
+/* How far SP is below its value at function entry (return address not counted) while the
+ * instruction at vaddr runs, from the function's pcsp table: 0, or -ENOENT (in no function,
+ * or no table entry). */
+int go_binary__sp_delta(struct go_binary *gb, uint64_t vaddr, int32_t *delta);
+
+/* Copy len bytes of file content at vaddr, from any loaded segment (rodata, data): 0, or
+ * -ERANGE when they are not all in the file. */
+int go_binary__read_data(struct go_binary *gb, uint64_t vaddr, void *buf, size_t len);
+
+/* The value a Go string variable has before the program runs: its header {ptr, len} at vaddr,
+ * which must lie in a writable segment (a variable, not a constant), read as the loader leaves
+ * it (through a relocation in PIE; zero in .bss), and its bytes. Writes them NUL-terminated to
+ * buf and returns the length, or: -EFAULT (vaddr is not a variable's header in a writable
+ * segment), -E2BIG (longer than cap - 1), -ERANGE (the bytes are not in the file). */
+int go_binary__read_string_var(struct go_binary *gb, uint64_t vaddr, char *buf, size_t cap);
+
 /* Drop the file pages read so far from this process's memory (they stay in the page cache): gb
  * stays valid, and later calls fault back in only the pages they read. For a gb kept open after
  * its probes are placed, which opening and validating (every pclntab entry) would otherwise keep
