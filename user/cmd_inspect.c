@@ -1,11 +1,17 @@
 /* `bindtrace inspect BINARY`: shows what goelf establishes in a Go executable — Go version,
- * modules, build settings, the text base and how it was found and validated, and the probe sites
+ * modules, the release and commit it states (gorelease: buildinfo, else its link-time stamps,
+ * each with where it was read), build settings, the text base and how it was found and
+ * validated, and the probe sites
  * of crypto/tls.(*Conn).Write and Read (entry, file offset, every RET) — without attaching
  * anything. The same checks decide whether `capture` may attach, so this is the way to see why
  * a binary would be refused.
  *
  * --json prints one object (addresses as "0x..." strings):
- *   {"binary", "go_version", "path", "main": MODULE, "deps": [MODULE...],
+ *   {"binary", "go_version", "path", "main": MODULE,
+ *    "release": {"product": "kubernetes"|"etcd"|"other", "release": FACT, "commit": FACT,
+ *                "tree_state": FACT, "build_date": FACT, "stamps": STAMPS,
+ *                "read": [STAMPS + "function"...], "notes"},
+ *    "deps": [MODULE...],
  *    "settings": [{"key","value"}...],
  *    "elf": {"pie", "exec_vaddr", "exec_offset", "exec_filesz"},
  *    "pclntab": {"vaddr", "where", "magic", "layout", "functions", "files"},
@@ -16,6 +22,9 @@
  *    "pcs": [{"pc", "func", "file", "line"} or {"pc", "error"}],
  *    "timing_us": {"open", "resolve"}}
  *   MODULE = {"path", "version", "sum", "replace": MODULE|null}
+ *   FACT = {"value", "source": "buildinfo"|"stamped", "from"} or null when not validated
+ *   STAMPS = {"git_version", "git_commit", "tree_state", "build_date", "major", "minor"}, each
+ *            a string or null (etcd: git_version is "v" + version.Version, git_commit GitSHA)
  */
 #include <argp.h>
 #include <errno.h>
@@ -28,6 +37,7 @@
 
 #include "commands.h"
 #include "goelf.h"
+#include "gorelease.h"
 
 #define INSPECT_MAX_FUNCS 16
 #define INSPECT_MAX_PCS 64
@@ -53,7 +63,8 @@ struct inspect_opts {
 
 static const char inspect_doc[] =
     "Show what bindtrace finds in a Go executable, attaching nothing: Go version, modules, "
-    "build settings, the text base (runtime.text) and how it was established and validated, "
+    "the release and commit it was built from (from its buildinfo, else the version its build "
+    "stamped into it) and where each was read, build settings, the text base (runtime.text) and how it was established and validated, "
     "and the probe sites (entry, file offset, every RET) of crypto/tls.(*Conn).Write and "
     "crypto/tls.(*Conn).Read.\n"
     "\v"
@@ -238,9 +249,60 @@ static void print_module(const char *label, const struct go_module *m)
 	printf("\n");
 }
 
+static void print_fact(const char *label, const struct go_release_fact *f)
+{
+	if (f->source == GO_RELEASE_UNKNOWN)
+		printf("%-12s(not stated in a form that could be validated)\n", label);
+	else
+		printf("%-12s%s (%s: %s)\n", label, f->value, go_release_source__name(f->source),
+		       f->from);
+}
+
+/* "k8s.io/client-go/pkg/version.Get: gitVersion v1.33.1, gitCommit 8adc..., ..." */
+static void print_stamps(const char *label, const struct go_release_stamps *st, bool etcd)
+{
+	const char *names[] = { etcd ? "Version" : "gitVersion",
+				etcd ? "GitSHA" : "gitCommit",
+				"gitTreeState",
+				"buildDate",
+				"gitMajor",
+				"gitMinor" };
+	const char *values[] = { st->git_version + (etcd && st->git_version[0]),
+				 st->git_commit,
+				 st->tree_state,
+				 st->build_date,
+				 st->major,
+				 st->minor };
+	int shown = 0;
+
+	printf("%-12s%s:", label, st->function);
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+		if (values[i][0])
+			printf("%s %s %s", shown++ ? "," : "", names[i], values[i]);
+	printf("%s\n", shown ? "" : " nothing valid");
+}
+
+/* What the release rules chose, then what each function showed was stamped. */
+static void print_release(const struct go_release *rel)
+{
+	if (rel->product != GO_PRODUCT_OTHER) {
+		print_fact("release", &rel->release);
+		print_fact("commit", &rel->commit);
+		if (rel->tree_state.source != GO_RELEASE_UNKNOWN)
+			print_fact("tree state", &rel->tree_state);
+		if (rel->build_date.source != GO_RELEASE_UNKNOWN)
+			print_fact("build date", &rel->build_date);
+	}
+	for (int i = 0; i < rel->n_read; i++)
+		print_stamps(i ? "" : "stamped", &rel->read[i], rel->product == GO_PRODUCT_ETCD);
+	if (rel->notes[0])
+		printf("%-12s%s\n", "  refused", rel->notes);
+}
+
 static void print_human(const struct inspect_opts *o, struct go_binary *gb,
-			const struct func_result *funcs, size_t n_funcs,
-			const struct pc_result *pcs, uint64_t open_ns, uint64_t resolve_ns)
+			const struct go_release *rel, const struct func_result *funcs,
+			size_t n_funcs, const struct pc_result *pcs, uint64_t open_ns,
+			uint64_t resolve_ns)
 {
 	const struct go_buildinfo *bi = go_binary__buildinfo(gb);
 	const struct go_text_info *ti = go_binary__text_info(gb);
@@ -251,6 +313,7 @@ static void print_human(const struct inspect_opts *o, struct go_binary *gb,
 		printf("%-12s%s\n", "path", bi->path);
 	if (bi->main)
 		print_module("main module", bi->main);
+	print_release(rel);
 	printf("%-12s%zu dependencies%s\n", "modules", bi->n_deps,
 	       o->all_modules || !bi->n_deps ? "" : " (--modules lists them all)");
 	for (size_t i = 0; i < bi->n_deps; i++) {
@@ -317,9 +380,48 @@ static json_t *json_module(const struct go_module *m)
 			 m->sum, "replace", json_module(m->replace));
 }
 
+static json_t *json_fact(const struct go_release_fact *f)
+{
+	if (f->source == GO_RELEASE_UNKNOWN)
+		return json_null();
+	return json_pack("{s:s, s:s, s:s}", "value", f->value, "source",
+			 go_release_source__name(f->source), "from", f->from);
+}
+
+static json_t *json_stamp(const char *value)
+{
+	return value[0] ? json_string(value) : json_null();
+}
+
+static json_t *json_stamps(const struct go_release_stamps *st)
+{
+	json_t *o =
+	    json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "git_version", json_stamp(st->git_version),
+		      "git_commit", json_stamp(st->git_commit), "tree_state",
+		      json_stamp(st->tree_state), "build_date", json_stamp(st->build_date), "major",
+		      json_stamp(st->major), "minor", json_stamp(st->minor));
+
+	if (o && st->function[0])
+		json_object_set_new(o, "function", json_string(st->function));
+	return o;
+}
+
+static json_t *json_release(const struct go_release *rel)
+{
+	json_t *read = json_array();
+
+	for (int i = 0; i < rel->n_read; i++)
+		json_array_append_new(read, json_stamps(&rel->read[i]));
+	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "product",
+			 go_release_product__name(rel->product), "release",
+			 json_fact(&rel->release), "commit", json_fact(&rel->commit), "tree_state",
+			 json_fact(&rel->tree_state), "build_date", json_fact(&rel->build_date),
+			 "stamps", json_stamps(&rel->stamps), "read", read, "notes", rel->notes);
+}
+
 static int print_json(const struct inspect_opts *o, struct go_binary *gb,
-		      const struct func_result *funcs, size_t n_funcs, const struct pc_result *pcs,
-		      uint64_t open_ns, uint64_t resolve_ns)
+		      const struct go_release *rel, const struct func_result *funcs, size_t n_funcs,
+		      const struct pc_result *pcs, uint64_t open_ns, uint64_t resolve_ns)
 {
 	const struct go_buildinfo *bi = go_binary__buildinfo(gb);
 	const struct go_text_info *ti = go_binary__text_info(gb);
@@ -365,15 +467,15 @@ static int print_json(const struct inspect_opts *o, struct go_binary *gb,
 							"file", pcs[i].file, "line", pcs[i].line));
 	}
 	root = json_pack(
-	    "{s:s, s:s, s:s, s:o, s:o, s:o,"
+	    "{s:s, s:s, s:s, s:o, s:o, s:o, s:o,"
 	    " s:{s:b, s:o, s:o, s:o},"
 	    " s:{s:o, s:s, s:o, s:s, s:I, s:I},"
 	    " s:{s:o, s:s, s:s, s:s, s:o, s:o},"
 	    " s:o, s:o, s:{s:I, s:I}}",
 	    "binary", o->binary, "go_version", bi->go_version, "path", bi->path, "main",
-	    json_module(bi->main), "deps", deps, "settings", settings, "elf", "pie", ti->pie,
-	    "exec_vaddr", json_hex(ti->exec_vaddr), "exec_offset", json_hex(ti->exec_offset),
-	    "exec_filesz", json_hex(ti->exec_filesz), "pclntab", "vaddr",
+	    json_module(bi->main), "release", json_release(rel), "deps", deps, "settings", settings,
+	    "elf", "pie", ti->pie, "exec_vaddr", json_hex(ti->exec_vaddr), "exec_offset",
+	    json_hex(ti->exec_offset), "exec_filesz", json_hex(ti->exec_filesz), "pclntab", "vaddr",
 	    json_hex(ti->pclntab_vaddr), "where", ti->pclntab_where, "magic",
 	    json_hex(ti->pclntab_magic), "layout", layout_name(ti->pclntab_magic), "functions",
 	    (json_int_t)ti->n_funcs, "files", (json_int_t)ti->n_files, "text_base", "vaddr",
@@ -399,6 +501,7 @@ int cmd_inspect(int argc, char **argv)
 	struct inspect_opts o = { 0 };
 	struct func_result *funcs = NULL;
 	struct pc_result pcs[INSPECT_MAX_PCS];
+	struct go_release rel;
 	struct go_binary *gb;
 	uint64_t t0, t1, t2;
 	char why[512];
@@ -425,6 +528,12 @@ int cmd_inspect(int argc, char **argv)
 		go_binary__close(gb);
 		return 1;
 	}
+	if (go_release__read(gb, &rel)) {
+		fprintf(stderr, "bindtrace: inspect %s: out of memory\n", o.binary);
+		free(funcs);
+		go_binary__close(gb);
+		return 1;
+	}
 	for (size_t i = 0; i < o.n_funcs; i++)
 		resolve_func(gb, o.funcs[i], &funcs[i]);
 	for (size_t i = 0; i < o.n_pcs; i++) {
@@ -435,12 +544,12 @@ int cmd_inspect(int argc, char **argv)
 	t2 = now_ns();
 
 	if (o.json) {
-		if (print_json(&o, gb, funcs, o.n_funcs, pcs, t1 - t0, t2 - t1)) {
+		if (print_json(&o, gb, &rel, funcs, o.n_funcs, pcs, t1 - t0, t2 - t1)) {
 			fprintf(stderr, "bindtrace: inspect %s: cannot write JSON\n", o.binary);
 			status = 1;
 		}
 	} else {
-		print_human(&o, gb, funcs, o.n_funcs, pcs, t1 - t0, t2 - t1);
+		print_human(&o, gb, &rel, funcs, o.n_funcs, pcs, t1 - t0, t2 - t1);
 	}
 	fflush(stdout);
 	/* One line per distinct failure: a program without crypto/tls misses both functions. */
