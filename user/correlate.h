@@ -104,7 +104,8 @@ struct frame_line {
 
 struct citation {
 	bool known;
-	char binary_version[64]; /* k8s.io/kubernetes version from buildinfo */
+	char kubernetes_version[64]; /* the scheduler's release (gorelease.h's rules); "" unknown */
+	char commit[72];	     /* its commit (vcs.revision, else stamped); "" unknown */
 	char go_version[32];
 	char probe[96]; /* the probed function */
 	pid_t tid;

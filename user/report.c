@@ -614,7 +614,8 @@ static void md_link(FILE *out, const char *tag, const char *dir, const char *res
 
 /* A GitHub link to the cited line when the file is in the kubernetes repository: pclntab paths
  * are "k8s.io/kubernetes@v1.33.13/pkg/..." in a -trimpath module build, "k8s.io/kubernetes/..."
- * in others; staging modules (client-go...) live in the same repository at the same tag. */
+ * in others; staging modules (client-go...) live in the same repository at the same ref. The
+ * ref is the binary's commit when known, else its release tag (both validated by gorelease). */
 static void md_source_link(FILE *out, const char *file, int line, const char *version)
 {
 	static const char *const staging[] = { "client-go",	   "api",
@@ -626,7 +627,7 @@ static void md_source_link(FILE *out, const char *file, int line, const char *ve
 	const char *rest;
 	size_t i, n;
 
-	if (strncmp(file, "k8s.io/", 7) || version[0] != 'v')
+	if (strncmp(file, "k8s.io/", 7) || !version[0])
 		return;
 	if (!strncmp(file, k8s, sizeof(k8s) - 1) &&
 	    (file[sizeof(k8s) - 1] == '/' || file[sizeof(k8s) - 1] == '@')) {
@@ -867,9 +868,9 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 		fprintf(out, ":%d` in `", f->line);
 		fprint_md(out, f->func);
 		fputs("`", out);
-		if (ci->binary_version[0]) {
+		if (ci->kubernetes_version[0]) {
 			fputs(", **k8s.io/kubernetes ", out);
-			fprint_md(out, ci->binary_version);
+			fprint_md(out, ci->kubernetes_version);
 			fputs("**", out);
 		}
 		if (ci->go_version[0]) {
@@ -877,7 +878,8 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 			fprint_md(out, ci->go_version);
 			fputc(')', out);
 		}
-		md_source_link(out, f->file, f->line, ci->binary_version);
+		md_source_link(out, f->file, f->line,
+			       ci->commit[0] ? ci->commit : ci->kubernetes_version);
 		fprintf(out, ".\n\nThe scheduler's thread %d entered `", ci->tid);
 		fprint_md(out, ci->probe);
 		fputs(

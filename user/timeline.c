@@ -154,10 +154,11 @@ void timeline__print(FILE *out, const struct bind_timeline *t, int64_t wall_offs
 	fprintf(out, "  at %s.%06" PRIu64 "\n", when,
 		(uint64_t)((t0 + wall_offset_ns) % 1000000000) / 1000);
 	if (ci->known && ci->cited >= 0 && ci->cited < ci->n_frames)
-		fprintf(out, "  issued at %s:%d (%s), %s%s%s\n", ci->frames[ci->cited].file,
+		fprintf(out, "  issued at %s:%d (%s), %s%s%s%.12s%s\n", ci->frames[ci->cited].file,
 			ci->frames[ci->cited].line, ci->frames[ci->cited].func,
-			ci->binary_version[0] ? "k8s.io/kubernetes " : "", ci->binary_version,
-			ci->go_version[0] ? "" : "");
+			ci->kubernetes_version[0] ? "k8s.io/kubernetes " : "",
+			ci->kubernetes_version, ci->commit[0] ? " (commit " : "", ci->commit,
+			ci->commit[0] ? ")" : "");
 	fprintf(out, "  %10s  %-24s %-15s %7s\n", "MS", "STAGE", "PROCESS", "PID");
 	for (s = 0; s < STAGE_MAX; s++) {
 		const struct stage *st = &t->stages[s];
@@ -336,7 +337,8 @@ void timeline__print_json(FILE *out, const struct bind_timeline *t, int64_t wall
 		json_t *c = json_object(), *frames = json_array();
 		int f;
 
-		json_object_set_new(c, "kubernetes_version", json_string(ci->binary_version));
+		json_object_set_new(c, "kubernetes_version", json_string(ci->kubernetes_version));
+		json_object_set_new(c, "commit", json_string(ci->commit));
 		json_object_set_new(c, "go_version", json_string(ci->go_version));
 		json_object_set_new(c, "probe", json_string(ci->probe));
 		json_object_set_new(c, "tid", json_integer(ci->tid));

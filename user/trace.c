@@ -25,6 +25,7 @@
 #include "discover.h"
 #include "events.h"
 #include "goelf.h"
+#include "gorelease.h"
 #include "sockdiag.h"
 #include "streams.h"
 #include "timeline.h"
@@ -54,8 +55,9 @@ struct target {
 	struct go_binary *gb; /* kept open to symbolise stacks */
 	uint64_t load_bias;
 	char go_version[32];
-	char k8s_version[64];
-	char module_version[64]; /* etcd: go.etcd.io/etcd/server/v3 */
+	char k8s_version[64];	 /* the release (gorelease.h), "" when not Kubernetes or unknown */
+	char module_version[64]; /* etcd's release, likewise */
+	char commit[72];	 /* vcs.revision, else the stamped commit; "" unknown */
 	struct tls_attachment tls;
 	struct bpf_link *call_link;
 	const char *call_probe;
@@ -305,17 +307,34 @@ static struct target *target_of(struct trace_state *st, pid_t pid)
 	return NULL;
 }
 
-static const char *module_version(struct go_binary *gb, const char *path)
+/* Release and commit as the binary states them (buildinfo, else its -X stamps): never
+ * "(devel)". */
+static void target__read_release(struct target *t)
 {
-	const struct go_buildinfo *bi = go_binary__buildinfo(gb);
-	size_t i;
+	struct go_release rel;
 
-	if (bi->main && strcmp(bi->main->path, path) == 0)
-		return bi->main->version;
-	for (i = 0; i < bi->n_deps; i++)
-		if (strcmp(bi->deps[i].path, path) == 0)
-			return bi->deps[i].version;
-	return "";
+	t->k8s_version[0] = t->module_version[0] = t->commit[0] = '\0';
+	if (go_release__read(t->gb, &rel))
+		return;
+	if (rel.product == GO_PRODUCT_KUBERNETES)
+		util__copy(t->k8s_version, sizeof(t->k8s_version), rel.release.value);
+	else if (rel.product == GO_PRODUCT_ETCD)
+		util__copy(t->module_version, sizeof(t->module_version), rel.release.value);
+	util__copy(t->commit, sizeof(t->commit), rel.commit.value);
+}
+
+/* ", k8s.io/kubernetes v1.37.2 (commit abcdef123456)" for the header line, "" if nothing known. */
+static const char *target__release_label(const struct target *t, char *buf, size_t len)
+{
+	const char *product = t->k8s_version[0] ? "k8s.io/kubernetes" : "etcd";
+	const char *release = t->k8s_version[0] ? t->k8s_version : t->module_version;
+
+	if (!release[0] && !t->commit[0])
+		return "";
+	snprintf(buf, len, ", %s%s%s%s%.12s%s", release[0] ? product : "", release[0] ? " " : "",
+		 release, t->commit[0] ? (release[0] ? " (commit " : "(commit ") : "", t->commit,
+		 t->commit[0] ? ")" : "");
+	return buf;
 }
 
 /* FNV-1a of a process's argv, 0 when it cannot be read (exited, or a kernel thread). Several
@@ -402,10 +421,7 @@ static int attach_target(struct trace_state *st, struct target *t)
 	}
 	bi = go_binary__buildinfo(t->gb);
 	util__copy(t->go_version, sizeof(t->go_version), bi->go_version);
-	util__copy(t->k8s_version, sizeof(t->k8s_version),
-		   module_version(t->gb, "k8s.io/kubernetes"));
-	util__copy(t->module_version, sizeof(t->module_version),
-		   module_version(t->gb, "go.etcd.io/etcd/server/v3"));
+	target__read_release(t);
 	t->load_bias = load_bias(t);
 	t->cmdline_hash = cmdline_hash(t->proc.pid);
 
@@ -1187,7 +1203,8 @@ static void on_call(struct trace_state *st, const struct call_event *e)
 
 	if (!t || !t->gb)
 		return;
-	util__copy(ci.binary_version, sizeof(ci.binary_version), t->k8s_version);
+	util__copy(ci.kubernetes_version, sizeof(ci.kubernetes_version), t->k8s_version);
+	util__copy(ci.commit, sizeof(ci.commit), t->commit);
 	util__copy(ci.go_version, sizeof(ci.go_version), t->go_version);
 	util__copy(ci.probe, sizeof(ci.probe), t->call_probe ? t->call_probe : "");
 	ci.tid = (pid_t)e->hdr.tid;
@@ -1299,11 +1316,11 @@ static void print_header(struct trace_state *st, uint64_t attach_ns)
 
 	for (i = 0; i < st->n_targets; i++) {
 		struct target *t = &st->targets[i];
+		char release[160];
 
-		fprintf(out, "# %-14s pid %-7d %s  %s%s%s%s%s  (%zu uprobes%s%s)\n",
-			role_exe[t->role], t->proc.pid, t->proc.exe, t->go_version,
-			t->k8s_version[0] ? ", k8s.io/kubernetes " : "", t->k8s_version,
-			t->module_version[0] ? ", etcd " : "", t->module_version,
+		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes%s%s)\n", role_exe[t->role],
+			t->proc.pid, t->proc.exe, t->go_version,
+			target__release_label(t, release, sizeof(release)),
 			t->tls.n_links + !!t->call_link, t->call_probe ? ", bind call: " : "",
 			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "");
 	}

@@ -254,7 +254,9 @@ static void maybe_call(struct replay *r, const struct actor *who, const struct d
 	if (who->role != ROLE_SCHEDULER || m->kind != DECODED_REQUEST || m->dir != CONN_DIR_OUT ||
 	    m->body_kind != BODY_K8S || m->body.k8s.kind != K8S_KIND_BINDING)
 		return;
-	util__copy(ci.binary_version, sizeof(ci.binary_version), "v1.33.13");
+	util__copy(ci.kubernetes_version, sizeof(ci.kubernetes_version), "v1.33.13");
+	/* A made-up commit: the writers' handling of one (JSON, "issued at", the report's link). */
+	util__copy(ci.commit, sizeof(ci.commit), "0123456789abcdef0123456789abcdef01234567");
 	util__copy(ci.go_version, sizeof(ci.go_version), "go1.24.6");
 	util__copy(ci.probe, sizeof(ci.probe), cited_frames[0].func);
 	ci.tid = who->pid;

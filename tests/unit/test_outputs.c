@@ -149,7 +149,7 @@ static void cite(struct citation *ci)
 	};
 
 	ci->known = true;
-	snprintf(ci->binary_version, sizeof(ci->binary_version), "v1.33.13");
+	snprintf(ci->kubernetes_version, sizeof(ci->kubernetes_version), "v1.33.13");
 	snprintf(ci->go_version, sizeof(ci->go_version), "go1.26.8");
 	snprintf(ci->probe, sizeof(ci->probe), "%s", frames[0].func);
 	ci->tid = 815;
