@@ -29,21 +29,18 @@ import re
 import subprocess
 import sys
 
-passed = 0
-failed = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_inspect as counts  # noqa: E402  (its check() and pass/fail counters)
+
+check = counts.check
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {what}", flush=True)
-    return cond
+def failures():
+    return counts.failed
 
 
 def run(cmd, timeout=60):
+    """Run a binary being checked: a hang or a missing file is a failed run, not a crash."""
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -210,7 +207,7 @@ def kubectl_builds(bindtrace):
         rel = inspect(bindtrace, binary)
         if rel is None:
             continue
-        before = failed
+        before = failures()
         # kubectl prints client-go's; upstream stamps component-base with the same values.
         release, commit = check_k8s(label, binary, rel, vm,
                                     {"k8s.io/client-go/pkg/version": info,
@@ -223,7 +220,7 @@ def kubectl_builds(bindtrace):
         shapes.add("tag" if vm["main"] and vm["main"][1] != "(devel)" else "devel")
         report(label, rel, release, commit,
                f"  [main module {vm['main'][1] if vm['main'] else '?'}]"
-               + ("" if failed == before else "  FAILED"))
+               + ("" if failures() == before else "  FAILED"))
     return shapes
 
 
@@ -241,7 +238,7 @@ def verfix_builds(bindtrace, fixtures):
         rel = inspect(bindtrace, binary)
         if rel is None:
             continue
-        before = failed
+        before = failures()
         release, commit = check_k8s(label, binary, rel, vm,
                                     {"k8s.io/client-go/pkg/version": said["client-go"],
                                      "k8s.io/component-base/version": said["component-base"]})
@@ -256,7 +253,7 @@ def verfix_builds(bindtrace, fixtures):
             check(commit is None, f"{label}: commit {commit} although the packages disagree")
         if variant == "vcs":
             shapes.add("tag" if vm["main"][1] != "(devel)" else "devel")
-        report(label, rel, release, commit, "" if failed == before else "  FAILED")
+        report(label, rel, release, commit, "" if failures() == before else "  FAILED")
     return shapes
 
 
@@ -276,7 +273,7 @@ def controlplane_builds(bindtrace, root):
         rel = inspect(bindtrace, binary)
         if rel is None:
             continue
-        before = failed
+        before = failures()
         if name == "etcd":
             check_etcd(label, binary, rel, vm)
             continue
@@ -296,11 +293,11 @@ def controlplane_builds(bindtrace, root):
         else:
             continue
         release, commit = check_k8s(label, binary, rel, vm, {pkg: info})
-        report(label, rel, release, commit, "" if failed == before else "  FAILED")
+        report(label, rel, release, commit, "" if failures() == before else "  FAILED")
 
 
 def check_etcd(label, binary, rel, vm):
-    before = failed
+    before = failures()
     out = run([binary, "--version"]).stdout
     said = dict(re.findall(r"^(etcd Version|Git SHA): (.*)$", out, re.M))
     if not check(said, f"{label}: etcd --version printed {out!r}"):
@@ -315,7 +312,7 @@ def check_etcd(label, binary, rel, vm):
     release, commit = expect_rules(label, rel, vm, ["go.etcd.io/etcd/server/v3",
                                                     "go.etcd.io/etcd/v3", "go.etcd.io/etcd",
                                                     "go.etcd.io/etcd/api/v3"], version, sha)
-    report(label, rel, release, commit, "" if failed == before else "  FAILED")
+    report(label, rel, release, commit, "" if failures() == before else "  FAILED")
 
 
 def main():
@@ -332,8 +329,8 @@ def main():
         rel = inspect(bindtrace, "/usr/bin/etcd")
         if rel:
             check_etcd("/usr/bin/etcd (Debian)", "/usr/bin/etcd", rel, version_m("/usr/bin/etcd"))
-    print(f"release: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"release: {counts.passed} passed, {counts.failed} failed")
+    return 1 if counts.failed else 0
 
 
 if __name__ == "__main__":
