@@ -12,6 +12,7 @@
 
 #define MAX_SLOTS 256 /* stack slots followed at once; more are simply not followed */
 #define N_GPRS 16
+#define N_XMMS 16
 
 struct slot {
 	int64_t disp;
@@ -20,6 +21,7 @@ struct slot {
 
 struct flow_state {
 	struct x86flow_value regs[N_GPRS];
+	struct x86flow_value xmms[N_XMMS]; /* LOAD: the 16 bytes at value (a string header) */
 	struct slot slots[MAX_SLOTS];
 	size_t n_slots;
 };
@@ -47,6 +49,21 @@ static bool is_gpr64(const ZydisDecodedOperand *op)
 	       op->reg.value <= ZYDIS_REGISTER_R15;
 }
 
+static int xmm_index(const ZydisDecodedOperand *op)
+{
+	if (op->type != ZYDIS_OPERAND_TYPE_REGISTER || op->reg.value < ZYDIS_REGISTER_XMM0 ||
+	    op->reg.value > ZYDIS_REGISTER_XMM15)
+		return -1;
+	return (int)(op->reg.value - ZYDIS_REGISTER_XMM0);
+}
+
+/* A 16-byte move (movups/movdqu/movaps/movdqa): how Go may copy a string header whole. */
+static bool is_move16(const ZydisDecodedInstruction *insn)
+{
+	return insn->mnemonic == ZYDIS_MNEMONIC_MOVUPS || insn->mnemonic == ZYDIS_MNEMONIC_MOVDQU ||
+	       insn->mnemonic == ZYDIS_MNEMONIC_MOVAPS || insn->mnemonic == ZYDIS_MNEMONIC_MOVDQA;
+}
+
 /* [base + disp], read or written (MEM) or only computed by LEA (AGEN). */
 static bool is_mem_based(const ZydisDecodedOperand *op, ZydisRegister base)
 {
@@ -60,6 +77,7 @@ static bool is_mem_based(const ZydisDecodedOperand *op, ZydisRegister base)
 static void state__forget(struct flow_state *s)
 {
 	memset(s->regs, 0, sizeof(s->regs));
+	memset(s->xmms, 0, sizeof(s->xmms));
 	s->n_slots = 0;
 }
 
@@ -277,6 +295,27 @@ static int step(struct pass *p, const ZydisDecodedInstruction *insn, const Zydis
 		return emit_store(p, at, dst->mem.disp.value, v);
 	}
 
+	/* 16 bytes through an XMM register: a string header loaded whole, stored as two words. */
+	if (is_move16(insn) && two && xmm_index(dst) >= 0) {
+		uint64_t abs;
+
+		s->xmms[xmm_index(dst)] =
+		    is_mem_based(src, ZYDIS_REGISTER_RIP) && src->size == 128 &&
+			    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(insn, src, at, &abs))
+			? (struct x86flow_value){ X86FLOW_LOAD, abs }
+		    : xmm_index(src) >= 0 ? s->xmms[xmm_index(src)]
+					  : (struct x86flow_value){ X86FLOW_UNKNOWN, 0 };
+		return 0;
+	}
+	if (is_move16(insn) && two && is_mem_based(dst, ZYDIS_REGISTER_RSP) && dst->size == 128 &&
+	    xmm_index(src) >= 0 && s->xmms[xmm_index(src)].kind == X86FLOW_LOAD) {
+		struct x86flow_value lo = s->xmms[xmm_index(src)], hi = lo;
+
+		hi.value += 8;
+		err = emit_store(p, at, dst->mem.disp.value, lo);
+		return err ? err : emit_store(p, at, dst->mem.disp.value + 8, hi);
+	}
+
 	/* Anything else: what it writes becomes unknown. */
 	for (unsigned int i = 0; i < insn->operand_count; i++) {
 		const ZydisDecodedOperand *op = &ops[i];
@@ -286,6 +325,9 @@ static int step(struct pass *p, const ZydisDecodedInstruction *insn, const Zydis
 		if (op->type == ZYDIS_OPERAND_TYPE_REGISTER) {
 			int r = gpr_index(op->reg.value);
 
+			if (xmm_index(op) >= 0)
+				s->xmms[xmm_index(op)] =
+				    (struct x86flow_value){ X86FLOW_UNKNOWN, 0 };
 			if (r >= 0 && op->reg.value != ZYDIS_REGISTER_RSP &&
 			    !(insn->mnemonic == ZYDIS_MNEMONIC_NOP))
 				s->regs[r] = (struct x86flow_value){ X86FLOW_UNKNOWN, 0 };

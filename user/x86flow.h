@@ -2,7 +2,8 @@
  * from. One linear pass over the function's instructions (decoded with Zydis) follows values
  * that are loaded from a RIP-relative address (`mov r64, [rip+X]`: one word of a package
  * variable), taken as a RIP-relative address (`lea r64, [rip+X]`: a constant's address) or set
- * as an immediate, through register copies and RSP-relative stack slots, and reports, in order:
+ * as an immediate, through register copies (16-byte XMM moves too: a string header copied
+ * whole) and RSP-relative stack slots, and reports, in order:
  *   - every store to [rsp+disp], with the origin of each 8-byte word written (unknown for any
  *     write it does not model: a partial or vector store, a zeroing);
  *   - every call, with what the nine ABIInternal integer argument registers hold;
