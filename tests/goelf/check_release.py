@@ -258,8 +258,9 @@ def verfix_builds(bindtrace, fixtures):
 
 
 def raw_info(text):
-    """version.Info{Major:"1", ..., GitVersion:"v1.33.13", ...} -> {field: value}"""
-    return dict(re.findall(r'(\w+):"([^"]*)"', text))
+    """version.Info{Major:"1", ..., GitVersion:"v1.33.13", ...} -> {"major": "1", ...}, the
+    names version.Info's JSON tags give (as kubectl version -o json prints them)."""
+    return {k[0].lower() + k[1:]: v for k, v in re.findall(r'(\w+):"([^"]*)"', text)}
 
 
 def controlplane_builds(bindtrace, root):
