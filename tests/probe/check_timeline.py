@@ -69,7 +69,23 @@ def complete(b):
     return not missing, missing
 
 
-def one(path, node, rv, watcher_pid):
+def check_release(c, inspect_path):
+    """The citation names the scheduler's release and commit as `bindtrace inspect` reads them
+    from its binary (test-release checks inspect against the binary's own --version)."""
+    rel = json.load(open(inspect_path))["release"]
+    want_version = rel["release"]["value"] if rel["release"] else ""
+    want_commit = rel["commit"]["value"] if rel["commit"] else ""
+    if c.get("kubernetes_version") != want_version or c.get("commit") != want_commit:
+        fail(f"citation names {c.get('kubernetes_version')!r} commit {c.get('commit')!r}, the "
+             f"scheduler's binary states {want_version!r} commit {want_commit!r}")
+    if c["kubernetes_version"] == "(devel)":
+        fail("citation.kubernetes_version is (devel)")
+    if c["commit"] and not all(ch in "0123456789abcdef" for ch in c["commit"]):
+        fail(f"citation.commit {c['commit']!r} is not hex")
+    print(f"citation: k8s {want_version or '(unknown)'}, commit {want_commit or '(unknown)'}")
+
+
+def one(path, node, rv, watcher_pid, inspect_path=None):
     binds = load(path)
     if len(binds) != 1:
         fail(f"{len(binds)} timelines, want 1")
@@ -95,6 +111,8 @@ def one(path, node, rv, watcher_pid):
     if not c or not c.get("file") or not c.get("line"):
         fail(f"no citation: {c}")
     print(f"cited: {c['file']}:{c['line']} ({c['function']}), k8s {c['kubernetes_version']}")
+    if inspect_path:
+        check_release(c, inspect_path)
     kubectl = [w for w in b["watchers"] if w["comm"] == "kubectl" or
                "kubectl" in w.get("user_agent", "") or str(w["pid"]) == watcher_pid]
     if not kubectl:
