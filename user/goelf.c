@@ -1268,8 +1268,12 @@ struct go_binary *go_binary__open(const char *path, char *why, size_t why_len)
 	gb->size = (size_t)st.st_size;
 	/* Read-only: nothing writes to the image (relocations are kept in gb->relocs, libelf's
 	 * elf_memory() reads in place or converts into its own copies), so its pages stay the page
-	 * cache's and go_binary__release() can drop them from our RSS without losing anything. */
-	gb->image = mmap(NULL, gb->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	 * cache's and go_binary__release() can drop them from our RSS without losing anything.
+	 * Shared, not private: the kernel writes a uprobe's breakpoint (int3) into every private
+	 * mapping of the file that may execute, ours included, so a private image of a binary that
+	 * is being traced (by us after attaching, by another tracer) shows 0xcc at the probe sites
+	 * and its functions decode wrongly. Shared mappings are never written by uprobes. */
+	gb->image = mmap(NULL, gb->size, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (gb->image == MAP_FAILED) {
 		err = errno;
