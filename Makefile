@@ -7,10 +7,13 @@ VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 CLANG ?= clang
 BPFTOOL ?= bpftool
 PKGS := libbpf libelf zlib libnghttp2 jansson
+# Capstone decodes x86 (it, unlike Zydis, has a static library in Debian); libevent serves
+# --metrics over HTTP (see the README's "Run it on a cluster" for why these two).
+PKGS += capstone libevent
 
 # Recursive (=) so pkg-config runs after install-deps has made sure the packages are there.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lZydis -lZycore
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -g -O2
@@ -47,6 +50,7 @@ endif
 .DELETE_ON_ERROR:
 .SECONDARY:
 .PHONY: all deps test-deps san unit fuzz-build fuzz test demo bench format clean controlplane
+.PHONY: static
 
 all: $(OUT)/bindtrace
 
@@ -100,6 +104,17 @@ $(OUT)/bindtrace-san: $(SAN_OBJS)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $^ $(PKG_LIBS) -lm -o $@
 
 san: $(OUT)/bindtrace-san
+
+# One self-contained executable for any x86-64 Linux with BTF (the FROM scratch image, copying to
+# a node): every library from Debian's .a files, glibc included. bindtrace resolves no names
+# (numeric addresses only) and loads nothing at run time, so static glibc's NSS caveats do not
+# apply.
+$(OUT)/bindtrace-static: $(OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -static $^ $(shell pkg-config --static --libs $(PKGS)) -lm -o $@
+	$(Q)printf '  %-8s %s: %s bytes\n' SIZE $@ "$$(stat -c %s $@)"
+
+static: $(OUT)/bindtrace-static
 
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(SAN_LIB_OBJS)
 	$(call msg,TEST,$@)

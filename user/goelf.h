@@ -79,7 +79,7 @@ const char *go_binary__last_error(const struct go_binary *gb);
  * this name, e.g. "crypto/tls.(*Conn).Write". 0, or -ENOENT. */
 int go_binary__func(struct go_binary *gb, const char *name, uint64_t *entry, uint64_t *end);
 
-/* Every RET instruction of a function, decoded with Zydis from entry to end. Returns the number
+/* Every RET instruction of a function, decoded with Capstone from entry to end. Returns the number
  * of RETs (written to out), or: -ENOENT no such function; -ENOSPC more RETs than cap (call with
  * cap 0 to count); -EILSEQ undecodable bytes; -EXDEV the function also leaves by a jump out of
  * itself (a tail call), which RET probes would miss. Attach nothing on error. */

@@ -7,69 +7,16 @@
 #include <string.h>
 
 #include <bpf/libbpf.h>
-#include <Zydis/Zydis.h>
 
 #include "capture.skel.h"
 #include "events.h"
 #include "goelf.h"
 #include "tlsprobe.h"
 #include "util.h"
+#include "x86ret.h"
 
 #define TLS_WRITE "crypto/tls.(*Conn).Write"
 #define TLS_READ "crypto/tls.(*Conn).Read"
-
-int go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx)
-{
-	ZydisDecoder decoder;
-	ZydisDecodedInstruction insn;
-	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-	size_t pos = 0;
-	int64_t below = 0; /* bytes the prologue moved RSP down by, so far */
-	int i, found = 0;
-
-	*rax = *rbx = *rcx = 0;
-	ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-	for (i = 0; i < 16 && pos < len; i++) {
-		if (!ZYAN_SUCCESS(
-			ZydisDecoderDecodeFull(&decoder, code + pos, len - pos, &insn, ops)))
-			return -ENOENT;
-		pos += insn.length;
-		if (insn.mnemonic == ZYDIS_MNEMONIC_PUSH) {
-			below += 8;
-		} else if (insn.mnemonic == ZYDIS_MNEMONIC_SUB &&
-			   ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-			   ops[0].reg.value == ZYDIS_REGISTER_RSP &&
-			   ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
-			below += (int64_t)ops[1].imm.value.s;
-		} else if (insn.mnemonic == ZYDIS_MNEMONIC_MOV &&
-			   ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-			   ops[0].mem.base == ZYDIS_REGISTER_RSP &&
-			   ops[0].mem.index == ZYDIS_REGISTER_NONE &&
-			   ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].size == 64) {
-			/* A store above the frame, into the caller's spill area (entry SP + 8...). */
-			int64_t slot = ops[0].mem.disp.value - below;
-
-			if (slot < 8 || slot > 256)
-				continue;
-			if (ops[1].reg.value == ZYDIS_REGISTER_RAX && !*rax)
-				*rax = (int)slot, found++;
-			else if (ops[1].reg.value == ZYDIS_REGISTER_RBX && !*rbx)
-				*rbx = (int)slot, found++;
-			else if (ops[1].reg.value == ZYDIS_REGISTER_RCX && !*rcx)
-				*rcx = (int)slot, found++;
-		} else if (insn.meta.category == ZYDIS_CATEGORY_CALL ||
-			   insn.meta.category == ZYDIS_CATEGORY_RET ||
-			   insn.meta.category == ZYDIS_CATEGORY_COND_BR ||
-			   insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR) {
-			/* The stack check's branch comes first; anything else ends the prologue. */
-			if (i > 2)
-				break;
-		}
-		if (found == 3)
-			return 0;
-	}
-	return -ENOENT;
-}
 
 static void find_read_spills(struct go_binary *gb, uint64_t entry, struct tls_sites *sites)
 {
@@ -78,7 +25,7 @@ static void find_read_spills(struct go_binary *gb, uint64_t entry, struct tls_si
 	ssize_t n;
 
 	n = go_binary__read_text(gb, entry, code, sizeof(code));
-	if (n <= 0 || go_spill_slots(code, (size_t)n, &conn, &buf, &len))
+	if (n <= 0 || x86ret__go_spill_slots(code, (size_t)n, &conn, &buf, &len))
 		return;
 	/* The register ABI's order: receiver, then the slice's pointer and length, in consecutive
 	 * slots. Anything else is not the layout this relies on. */

@@ -29,11 +29,6 @@ struct tls_sites {
 	int spill_conn, spill_buf, spill_len;
 };
 
-/* From the first instructions of a Go function at code (vaddr): the entry-SP-relative slots
- * where the prologue stores RAX, RBX and RCX (`push rbp; mov rbp, rsp; sub rsp, F; ...
- * mov [rsp+D], reg`). Returns 0 with all three set, or -ENOENT. */
-int go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx);
-
 /* Finds and validates the probe sites in a Go binary. Returns 0, or a negative errno with a
  * one-line reason in why (nothing must be attached then). */
 int tls_sites__find(const char *binary, struct tls_sites *sites, char *why, size_t why_len);

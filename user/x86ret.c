@@ -1,50 +1,97 @@
-/* x86ret: linear decoding of Go functions with Zydis, to place probes only on instruction
+/* x86ret: linear decoding of Go functions with Capstone, to place probes only on instruction
  * boundaries. Go code is decodable linearly: the compiler puts jump tables in rodata, never in
  * text, and the linker pads functions with INT3. So a decode from the entry that reaches the end
  * without error has seen every instruction, and a RET it reports is a real RET, not a 0xC3 byte
- * inside an immediate or displacement. */
+ * inside an immediate or displacement.
+ *
+ * Capstone rather than Zydis: Debian ships Capstone as a static library (Zydis only shared), and
+ * one decoder for the dynamic and the static build means one way through this code. Every
+ * decode here starts from a fresh handle: a handle holds no state between calls that matters,
+ * and opening one costs a few allocations against a few hundred instructions decoded. */
 #include "x86ret.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <Zydis/Zydis.h>
+#include <capstone/capstone.h>
 
-static void decoder__init(ZydisDecoder *decoder)
+struct x86_decoder {
+	csh handle;
+	cs_insn *insn;
+};
+
+/* With operand details (detail) or without (boundaries only: faster). 0 or -ENOMEM. */
+static int x86_decoder__open(struct x86_decoder *d, bool detail)
 {
-	ZydisDecoderInit(decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	memset(d, 0, sizeof(*d));
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->handle) != CS_ERR_OK)
+		return -ENOMEM;
+	if (detail)
+		cs_option(d->handle, CS_OPT_DETAIL, CS_OPT_ON);
+	d->insn = cs_malloc(d->handle);
+	if (!d->insn) {
+		cs_close(&d->handle);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void x86_decoder__close(struct x86_decoder *d)
+{
+	if (d->insn)
+		cs_free(d->insn, 1);
+	if (d->handle)
+		cs_close(&d->handle);
+	d->insn = NULL;
+}
+
+/* Decode the instruction at code[pos..len) (loaded at vaddr + pos) into d->insn. */
+static bool x86_decoder__next(struct x86_decoder *d, const uint8_t *code, size_t len,
+			      uint64_t vaddr, size_t pos)
+{
+	const uint8_t *at = code + pos;
+	size_t left = len - pos;
+	uint64_t addr = vaddr + pos;
+
+	return cs_disasm_iter(d->handle, &at, &left, &addr, d->insn);
+}
+
+static bool insn__in_group(const struct x86_decoder *d, unsigned int group)
+{
+	return cs_insn_group(d->handle, d->insn, group);
 }
 
 int x86ret__scan(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *rets, size_t cap,
 		 struct x86ret_scan *scan)
 {
-	ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
-	ZydisDecodedInstruction insn;
-	ZydisDecoder decoder;
+	struct x86_decoder d;
 	size_t pos = 0;
+	int err = 0;
 
 	memset(scan, 0, sizeof(*scan));
-	decoder__init(&decoder);
+	if (x86_decoder__open(&d, true))
+		return -ENOMEM;
 	while (pos < len) {
 		uint64_t at = vaddr + pos;
+		const cs_x86 *x86;
 
-		if (!ZYAN_SUCCESS(
-			ZydisDecoderDecodeFull(&decoder, code + pos, len - pos, &insn, operands))) {
+		if (!x86_decoder__next(&d, code, len, vaddr, pos)) {
 			scan->bad_insn = at;
-			return -EILSEQ;
+			err = -EILSEQ;
+			goto close_decoder;
 		}
+		x86 = &d.insn->detail->x86;
 		scan->n_insns++;
-		if (insn.meta.category == ZYDIS_CATEGORY_RET) {
+		if (insn__in_group(&d, X86_GRP_RET)) {
 			if (scan->n_rets < cap)
 				rets[scan->n_rets] = at;
 			scan->n_rets++;
-		} else if (insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
-			   insn.meta.category == ZYDIS_CATEGORY_COND_BR) {
-			uint64_t to;
+		} else if (insn__in_group(&d, X86_GRP_JUMP)) {
+			/* Capstone gives a relative branch's target as an absolute immediate. */
+			if (x86->op_count >= 1 && x86->operands[0].type == X86_OP_IMM) {
+				uint64_t to = (uint64_t)x86->operands[0].imm;
 
-			if (operands[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
-			    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&insn, &operands[0], at, &to))) {
 				if ((to < vaddr || to >= vaddr + len) && scan->n_exits++ == 0) {
 					scan->first_exit = at;
 					scan->first_exit_to = to;
@@ -53,94 +100,100 @@ int x86ret__scan(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *rets
 				scan->n_indirect_jumps++;
 			}
 		}
-		pos += insn.length;
+		pos += d.insn->size;
 	}
-	return scan->n_rets > cap ? -ENOSPC : 0;
+	err = scan->n_rets > cap ? -ENOSPC : 0;
+close_decoder:
+	x86_decoder__close(&d);
+	return err;
 }
 
 bool x86ret__is_boundary(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t target)
 {
-	ZydisDecodedInstruction insn;
-	ZydisDecoderContext context;
-	ZydisDecoder decoder;
+	struct x86_decoder d;
 	size_t pos = 0;
+	bool ok = true;
 
 	if (target < vaddr || target - vaddr >= len)
 		return false;
-	decoder__init(&decoder);
+	if (x86_decoder__open(&d, false))
+		return false;
 	while (vaddr + pos < target) {
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &context, code + pos,
-								len - pos, &insn)))
-			return false;
-		pos += insn.length;
+		if (!x86_decoder__next(&d, code, len, vaddr, pos)) {
+			ok = false;
+			break;
+		}
+		pos += d.insn->size;
 	}
-	return vaddr + pos == target;
+	x86_decoder__close(&d);
+	return ok && vaddr + pos == target;
+}
+
+/* "mnemonic operands" of the decoded instruction, Intel syntax (Capstone's default). */
+static void insn__format(const struct x86_decoder *d, char *text, size_t text_len)
+{
+	snprintf(text, text_len, "%s%s%s", d->insn->mnemonic, d->insn->op_str[0] ? " " : "",
+		 d->insn->op_str);
 }
 
 int x86ret__format(const uint8_t *code, size_t len, uint64_t vaddr, char *text, size_t text_len)
 {
-	ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
-	ZydisDecodedInstruction insn;
-	ZydisFormatter formatter;
-	ZydisDecoder decoder;
+	struct x86_decoder d;
+	int n;
 
-	decoder__init(&decoder);
-	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder, code, len, &insn, operands))) {
-		snprintf(text, text_len, "(bad)");
-		return -EILSEQ;
+	if (x86_decoder__open(&d, false)) {
+		snprintf(text, text_len, "(no decoder)");
+		return -ENOMEM;
 	}
-	ZydisFormatterInit(&formatter, ZYDIS_FORMATTER_STYLE_INTEL);
-	if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&formatter, &insn, operands,
-							  insn.operand_count_visible, text,
-							  text_len, vaddr, NULL)))
-		snprintf(text, text_len, "(unformattable)");
-	return insn.length;
+	if (!len || !x86_decoder__next(&d, code, len, vaddr, 0)) {
+		snprintf(text, text_len, "(bad)");
+		n = -EILSEQ;
+	} else {
+		insn__format(&d, text, text_len);
+		n = d.insn->size;
+	}
+	x86_decoder__close(&d);
+	return n;
 }
 
 /* Is this `cmp REG, [r14+0x10]` with REG rsp or r12: the comparison against g.stackguard0
  * (R14 holds g in ABIInternal code) that opens every Go function that may grow its stack? */
-static bool is_stackguard_cmp(const ZydisDecodedInstruction *insn,
-			      const ZydisDecodedOperand *operands)
+static bool is_stackguard_cmp(const struct x86_decoder *d)
 {
-	if (insn->mnemonic != ZYDIS_MNEMONIC_CMP || insn->operand_count_visible != 2)
+	const cs_x86 *x86 = &d->insn->detail->x86;
+
+	if (d->insn->id != X86_INS_CMP || x86->op_count != 2)
 		return false;
-	if (operands[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
-	    (operands[0].reg.value != ZYDIS_REGISTER_RSP &&
-	     operands[0].reg.value != ZYDIS_REGISTER_R12))
+	if (x86->operands[0].type != X86_OP_REG ||
+	    (x86->operands[0].reg != X86_REG_RSP && x86->operands[0].reg != X86_REG_R12))
 		return false;
-	return operands[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-	       operands[1].mem.base == ZYDIS_REGISTER_R14 &&
-	       operands[1].mem.index == ZYDIS_REGISTER_NONE && operands[1].mem.disp.value == 0x10;
+	return x86->operands[1].type == X86_OP_MEM && x86->operands[1].mem.base == X86_REG_R14 &&
+	       x86->operands[1].mem.index == X86_REG_INVALID && x86->operands[1].mem.disp == 0x10;
 }
 
 bool x86ret__go_stack_check(const uint8_t *code, size_t len, uint64_t vaddr, char *text,
 			    size_t text_len)
 {
-	ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
-	ZydisDecodedInstruction insn;
-	ZydisFormatter formatter;
-	ZydisDecoder decoder;
+	struct x86_decoder d;
 	size_t pos = 0, used = 0;
 	bool found = false;
 
 	if (text_len)
 		text[0] = '\0';
-	decoder__init(&decoder);
-	ZydisFormatterInit(&formatter, ZYDIS_FORMATTER_STYLE_INTEL);
+	if (x86_decoder__open(&d, true)) {
+		snprintf(text, text_len, "(no decoder)");
+		return false;
+	}
 	for (int i = 0; i < 3 && pos < len && !found; i++) {
-		char one[96];
+		char one[192];
 
-		if (!ZYAN_SUCCESS(
-			ZydisDecoderDecodeFull(&decoder, code + pos, len - pos, &insn, operands))) {
+		if (!x86_decoder__next(&d, code, len, vaddr, pos)) {
 			snprintf(one, sizeof(one), "(bad)");
 			i = 3;
 		} else {
-			if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(
-				&formatter, &insn, operands, insn.operand_count_visible, one,
-				sizeof(one), vaddr + pos, NULL)))
-				snprintf(one, sizeof(one), "(unformattable)");
-			found = is_stackguard_cmp(&insn, operands);
-			pos += insn.length;
+			insn__format(&d, one, sizeof(one));
+			found = is_stackguard_cmp(&d);
+			pos += d.insn->size;
 		}
 		if (used < text_len) {
 			int n =
@@ -148,5 +201,62 @@ bool x86ret__go_stack_check(const uint8_t *code, size_t len, uint64_t vaddr, cha
 			used += n > 0 ? (size_t)n : 0;
 		}
 	}
+	x86_decoder__close(&d);
 	return found;
+}
+
+int x86ret__go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx)
+{
+	struct x86_decoder d;
+	size_t pos = 0;
+	int64_t below = 0; /* bytes the prologue moved RSP down by, so far */
+	int i, found = 0, err = -ENOENT;
+
+	*rax = *rbx = *rcx = 0;
+	if (x86_decoder__open(&d, true))
+		return -ENOMEM;
+	for (i = 0; i < 16 && pos < len; i++) {
+		const cs_x86 *x86;
+		const cs_x86_op *dst, *src;
+
+		if (!x86_decoder__next(&d, code, len, 0, pos))
+			break;
+		x86 = &d.insn->detail->x86;
+		dst = &x86->operands[0];
+		src = &x86->operands[1];
+		pos += d.insn->size;
+		if (d.insn->id == X86_INS_PUSH) {
+			below += 8;
+		} else if (d.insn->id == X86_INS_SUB && x86->op_count == 2 &&
+			   dst->type == X86_OP_REG && dst->reg == X86_REG_RSP &&
+			   src->type == X86_OP_IMM) {
+			below += src->imm;
+		} else if (d.insn->id == X86_INS_MOV && x86->op_count == 2 &&
+			   dst->type == X86_OP_MEM && dst->mem.base == X86_REG_RSP &&
+			   dst->mem.index == X86_REG_INVALID && src->type == X86_OP_REG &&
+			   dst->size == 8) {
+			/* A store above the frame, into the caller's spill area (entry SP + 8...). */
+			int64_t slot = dst->mem.disp - below;
+
+			if (slot < 8 || slot > 256)
+				continue;
+			if (src->reg == X86_REG_RAX && !*rax)
+				*rax = (int)slot, found++;
+			else if (src->reg == X86_REG_RBX && !*rbx)
+				*rbx = (int)slot, found++;
+			else if (src->reg == X86_REG_RCX && !*rcx)
+				*rcx = (int)slot, found++;
+		} else if (insn__in_group(&d, X86_GRP_CALL) || insn__in_group(&d, X86_GRP_RET) ||
+			   insn__in_group(&d, X86_GRP_JUMP)) {
+			/* The stack check's branch comes first; anything else ends the prologue. */
+			if (i > 2)
+				break;
+		}
+		if (found == 3) {
+			err = 0;
+			break;
+		}
+	}
+	x86_decoder__close(&d);
+	return err;
 }

@@ -1,4 +1,5 @@
-/* x86ret: the x86-64 instruction facts that probe placement in Go code needs, from Zydis.
+/* x86ret: the x86-64 instruction facts that probe placement in Go code needs, from Capstone
+ * (the one x86 decoder of both the dynamic and the static build).
  * A function's bytes are decoded linearly from its entry to its end (Go emits no data in .text,
  * and pads between functions with INT3), so every address reported here is an instruction
  * boundary by construction: RET sites for return probes (never uretprobes on Go), whether an
@@ -41,5 +42,11 @@ bool x86ret__go_stack_check(const uint8_t *code, size_t len, uint64_t vaddr, cha
 /* Format the instruction at code (loaded at vaddr) in Intel syntax. Returns its length, or
  * -EILSEQ (text then holds "(bad)"). */
 int x86ret__format(const uint8_t *code, size_t len, uint64_t vaddr, char *text, size_t text_len);
+
+/* From the first instructions of a Go function at code: the entry-SP-relative slots where the
+ * prologue stores RAX, RBX and RCX (`push rbp; mov rbp, rsp; sub rsp, F; ... mov [rsp+D], reg`),
+ * within 16 instructions and before any branch but the stack check's. Returns 0 with all three
+ * set, -ENOENT when the prologue is not of that shape, or -ENOMEM. */
+int x86ret__go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx);
 
 #endif

@@ -126,6 +126,28 @@ static void test_x86(void)
 	CHECK(strstr(text, "mov") != NULL, "format: %s", text);
 }
 
+static void test_spill_slots(void)
+{
+	/* cmp rsp, [r14+0x10]; jbe; push rbp; mov rbp, rsp; sub rsp, 0x40;
+	 * mov [rsp+0x50], rax; mov [rsp+0x58], rbx; mov [rsp+0x60], rcx: (*Conn).Read's shape. */
+	static const uint8_t read[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x20, 0x55, 0x48, 0x89, 0xe5,
+					0x48, 0x83, 0xec, 0x40, 0x48, 0x89, 0x44, 0x24, 0x50, 0x48,
+					0x89, 0x5c, 0x24, 0x58, 0x48, 0x89, 0x4c, 0x24, 0x60 };
+	/* The same without the RCX store, and one with a call before the stores. */
+	static const uint8_t call[] = {
+		0x49, 0x3b, 0x66, 0x10, 0x76, 0x20, 0x55, 0x48, 0x89, 0xe5,
+		0xe8, 0x00, 0x00, 0x00, 0x00, 0x48, 0x89, 0x44, 0x24, 0x50
+	};
+	int rax, rbx, rcx;
+
+	CHECK_INT(x86ret__go_spill_slots(read, sizeof(read), &rax, &rbx, &rcx), 0);
+	CHECK_INT(rax, 8);
+	CHECK_INT(rbx, 16);
+	CHECK_INT(rcx, 24);
+	CHECK_INT(x86ret__go_spill_slots(read, sizeof(read) - 5, &rax, &rbx, &rcx), -ENOENT);
+	CHECK_INT(x86ret__go_spill_slots(call, sizeof(call), &rax, &rbx, &rcx), -ENOENT);
+}
+
 static uint8_t *read_file(const char *path, size_t *size)
 {
 	struct stat st;
@@ -447,6 +469,7 @@ int main(int argc, char **argv)
 	test_version_parse();
 	test_pcvalue();
 	test_x86();
+	test_spill_slots();
 	if (dir && stat(dir, &st) == 0)
 		test_fixtures(dir);
 	else
