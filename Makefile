@@ -94,6 +94,18 @@ $(OUT)/san/%.o: user/%.c $(USER_HDRS) $(SKELS) | $(OUT)/.deps
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN) -O1 -c $< -o $@
 
+# bindtrace's version and commit (scripts/version-h), rewritten only when they change so that
+# only version.c is rebuilt for a new commit.
+$(OUT)/version_stamp.h: FORCE
+	$(Q)mkdir -p $(OUT)
+	$(Q)scripts/version-h > $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(OUT)/obj/version.o $(OUT)/san/version.o $(OUT)/fuzzobj/version.o: $(OUT)/version_stamp.h
+
+.PHONY: FORCE
+FORCE:
+
 $(OUT)/bindtrace: $(OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(PKG_LIBS) -lm -o $@
