@@ -909,13 +909,18 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t)
 			why = "not observed";
 		}
 		util__copy(st->missing, sizeof(st->missing), why);
-		/* Stages that cannot exist for this outcome are explained, not counted. */
-		if (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST)
-			continue;
-		if (etcd_stage && t->status_code && t->status_code != 201)
-			continue;
-		t->missing++;
+		if (stage__counts_missing(t, (enum stage_id)s))
+			t->missing++;
 	}
+}
+
+bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s)
+{
+	bool etcd_stage = s >= STAGE_ETCD_TXN_SENT && s <= STAGE_ETCD_WATCH_EVENT;
+
+	if (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST)
+		return false;
+	return !(etcd_stage && t->status_code && t->status_code != 201);
 }
 
 static void close_bind(struct correlator *c, struct open_bind *b)

@@ -146,6 +146,10 @@ struct bind_timeline {
 };
 
 const char *stage__name(enum stage_id stage);
+/* Whether stage s of t, when not seen, counts in t->missing: those that cannot exist for the
+ * bind's outcome (an unschedulable pod's, a refused bind's etcd write) are explained, not
+ * counted. */
+bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s);
 const char *bind_result__name(enum bind_result result);
 const char *process_role__name(enum process_role role);
 

@@ -1,0 +1,289 @@
+/* bindtrace's metric families over the registry (metrics.c). The legs and their durations come
+ * from timeline.h's leg__duration() for now, in bind_metrics__bind() only: when the bind view
+ * owns the legs, that function is the one place to change. */
+#include "bind_metrics.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "timeline.h"
+#include "version.h"
+
+/* 50 us to 10 s: finer than kube-apiserver's request buckets, which start at 50 ms; a bind on
+ * an idle control plane takes a few ms and its network legs tens of us. */
+static const double duration_buckets[] = {
+	0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+	0.05,	 0.1,	 0.2,	 0.5,	 1,	2,     5,     10,
+};
+#define N_DURATION_BUCKETS ((int)(sizeof(duration_buckets) / sizeof(duration_buckets[0])))
+
+static const char *const no_labels[] = { NULL };
+static const char *const build_labels[] = { "version", "commit", "libbpf", NULL };
+static const char *const target_labels[] = { "role", "pid", "version", "go_version", NULL };
+static const char *const role_labels[] = { "role", NULL };
+static const char *const result_labels[] = { "result", NULL };
+static const char *const leg_labels[] = { "leg", NULL };
+static const char *const missing_labels[] = { "stage", "reason", NULL };
+
+/* The roles with a target of their own (watchers come and go and are not reported). */
+static const enum process_role target_roles[] = { ROLE_SCHEDULER, ROLE_APISERVER, ROLE_ETCD };
+#define N_TARGET_ROLES 3
+
+struct bind_metrics {
+	struct metrics *registry;
+	struct metric_family *build_info;
+	struct metric_family *target_info;
+	struct metric_family *target_attached;
+	struct metric_family *binds;
+	struct metric_family *total;
+	struct metric_family *legs;
+	struct metric_family *missing;
+	struct metric_family *drops;
+	struct metric_family *truncated;
+	struct metric_family *gaps;
+	struct metric_family *gap_bytes;
+	struct metric_family *refused;
+	int attached[N_TARGET_ROLES]; /* between targets_begin and targets_end */
+};
+
+static int role_index(enum process_role role)
+{
+	int i;
+
+	for (i = 0; i < N_TARGET_ROLES; i++)
+		if (target_roles[i] == role)
+			return i;
+	return -1;
+}
+
+struct bind_metrics *bind_metrics__new(void)
+{
+	struct bind_metrics *bm = calloc(1, sizeof(*bm));
+	struct metrics *r;
+	int i;
+
+	if (!bm)
+		return NULL;
+	r = bm->registry = metrics__new();
+	if (!r)
+		goto fail;
+	bm->build_info =
+	    metrics__family(r, "bindtrace_build_info",
+			    "bindtrace's version, commit and libbpf version (value always 1)",
+			    METRIC_GAUGE, build_labels, NULL, 0);
+	bm->target_info = metrics__family(
+	    r, "bindtrace_target_info",
+	    "A traced process: its role, pid, Kubernetes or etcd version and Go version (value 1)",
+	    METRIC_GAUGE, target_labels, NULL, 0);
+	bm->target_attached = metrics__family(
+	    r, "bindtrace_target_attached",
+	    "Processes of this role bindtrace is attached to (0: exited, waiting for it to return)",
+	    METRIC_GAUGE, role_labels, NULL, 0);
+	bm->binds = metrics__family(r, "bindtrace_binds_total", "Pod binds seen, by result",
+				    METRIC_COUNTER, result_labels, NULL, 0);
+	bm->total = metrics__family(
+	    r, "bindtrace_bind_duration_seconds",
+	    "Bind latency: the scheduler's first byte of POST pods/NAME/binding to the last byte "
+	    "of the answer read by the scheduler",
+	    METRIC_HISTOGRAM, no_labels, duration_buckets, N_DURATION_BUCKETS);
+	bm->legs = metrics__family(
+	    r, "bindtrace_bind_leg_duration_seconds",
+	    "Duration of each leg of a bind (the README's legs; watch legs once per watcher)",
+	    METRIC_HISTOGRAM, leg_labels, duration_buckets, N_DURATION_BUCKETS);
+	bm->missing = metrics__family(r, "bindtrace_missing_stages_total",
+				      "Stages of binds that were not observed, by stage and reason",
+				      METRIC_COUNTER, missing_labels, NULL, 0);
+	bm->drops =
+	    metrics__family(r, "bindtrace_ringbuf_drops_total",
+			    "Events the BPF programs could not put in the ring buffer (full)",
+			    METRIC_COUNTER, no_labels, NULL, 0);
+	bm->truncated = metrics__family(
+	    r, "bindtrace_capture_truncated_bytes_total",
+	    "Bytes of TLS or socket calls beyond what one call's events can carry, not captured",
+	    METRIC_COUNTER, no_labels, NULL, 0);
+	bm->gaps = metrics__family(r, "bindtrace_capture_gaps_total",
+				   "Gaps in a connection's captured bytes, by the process's role",
+				   METRIC_COUNTER, role_labels, NULL, 0);
+	bm->gap_bytes = metrics__family(r, "bindtrace_capture_gap_bytes_total",
+					"Bytes lost in capture gaps, by the process's role",
+					METRIC_COUNTER, role_labels, NULL, 0);
+	bm->refused =
+	    metrics__family(r, "bindtrace_metrics_series_refused_total",
+			    "Metric updates refused because their family reached its series limit",
+			    METRIC_COUNTER, no_labels, NULL, 0);
+	if (!bm->build_info || !bm->target_info || !bm->target_attached || !bm->binds ||
+	    !bm->total || !bm->legs || !bm->missing || !bm->drops || !bm->truncated || !bm->gaps ||
+	    !bm->gap_bytes || !bm->refused)
+		goto fail;
+
+	metric__set(bm->build_info,
+		    (const char *[]){ bindtrace__version(), bindtrace__commit(),
+				      bindtrace__libbpf_version() },
+		    1);
+	/* Every series a dashboard plots exists from the first scrape, at zero. */
+	for (i = BIND_RESULT_UNKNOWN; i <= BIND_RESULT_UNSCHEDULABLE; i++)
+		metric__touch(bm->binds,
+			      (const char *[]){ bind_result__name((enum bind_result)i) });
+	for (i = 0; i < LEG_MAX; i++)
+		if (i != LEG_TOTAL)
+			metric__touch(bm->legs, (const char *[]){ leg__name((enum leg_id)i) });
+	metric__touch(bm->total, NULL);
+	metric__touch(bm->drops, NULL);
+	metric__touch(bm->truncated, NULL);
+	metric__touch(bm->refused, NULL);
+	for (i = 0; i < N_TARGET_ROLES; i++) {
+		const char *role[] = { process_role__name(target_roles[i]) };
+
+		metric__touch(bm->gaps, role);
+		metric__touch(bm->gap_bytes, role);
+	}
+	return bm;
+fail:
+	bind_metrics__free(bm);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void bind_metrics__free(struct bind_metrics *bm)
+{
+	if (!bm)
+		return;
+	metrics__free(bm->registry);
+	free(bm);
+}
+
+struct metrics *bind_metrics__registry(struct bind_metrics *bm)
+{
+	return bm->registry;
+}
+
+const char *bind_metrics__reason_label(const char *reason)
+{
+	static const struct {
+		const char *text; /* a prefix or suffix of correlate.c's reasons */
+		bool suffix;
+		const char *label;
+	} reasons[] = {
+		{ " is not traced", true, "not_traced" },
+		{ "ring buffer drops", false, "ringbuf_drops" },
+		{ "bytes lost on a connection", false, "capture_gap" },
+		{ "the bind began before bindtrace attached", false, "started_before_attach" },
+		{ "no Binding", false, "unschedulable" },
+		{ "no etcd write", false, "no_etcd_write" },
+		{ "not observed", false, "not_observed" },
+	};
+	size_t i, n = strlen(reason);
+
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+		size_t k = strlen(reasons[i].text);
+
+		if (reasons[i].suffix ? n >= k && !strcmp(reason + n - k, reasons[i].text)
+				      : !strncmp(reason, reasons[i].text, k))
+			return reasons[i].label;
+	}
+	return "other";
+}
+
+static void observe_seconds(struct metric_family *f, const char *leg, int64_t ns)
+{
+	const char *labels[] = { leg };
+
+	if (ns >= 0)
+		metric__observe(f, leg ? labels : NULL, (double)ns / 1e9);
+}
+
+void bind_metrics__bind(struct bind_metrics *bm, const struct bind_timeline *t)
+{
+	int64_t ns;
+	int l, w, s;
+
+	if (!bm)
+		return;
+	metric__add(bm->binds, (const char *[]){ bind_result__name(t->result) }, 1);
+	/* The legs as timeline.h defines them (the bind view will): watch legs per watcher. */
+	for (l = 0; l < LEG_MAX && t->result != BIND_RESULT_UNSCHEDULABLE; l++) {
+		const char *name = leg__name((enum leg_id)l);
+
+		if (l == LEG_TOTAL) {
+			if (leg__duration(t, LEG_TOTAL, -1, &ns))
+				observe_seconds(bm->total, NULL, ns);
+		} else if (l == LEG_WATCH_FANOUT || l == LEG_WATCH_DELIVERY) {
+			for (w = 0; w < t->n_watchers; w++)
+				if (leg__duration(t, (enum leg_id)l, w, &ns))
+					observe_seconds(bm->legs, name, ns);
+		} else if (leg__duration(t, (enum leg_id)l, -1, &ns)) {
+			observe_seconds(bm->legs, name, ns);
+		}
+	}
+	for (s = 0; s < STAGE_MAX; s++) {
+		const struct stage *st = &t->stages[s];
+
+		if (st->seen || !stage__counts_missing(t, (enum stage_id)s))
+			continue;
+		metric__add(bm->missing,
+			    (const char *[]){ stage__name((enum stage_id)s),
+					      bind_metrics__reason_label(st->missing) },
+			    1);
+	}
+	metric__set(bm->refused, NULL, (double)metrics__refused(bm->registry));
+}
+
+void bind_metrics__targets_begin(struct bind_metrics *bm)
+{
+	if (!bm)
+		return;
+	memset(bm->attached, 0, sizeof(bm->attached));
+	metric__reset(bm->target_info);
+}
+
+void bind_metrics__target(struct bind_metrics *bm, enum process_role role, pid_t pid, bool attached,
+			  const char *version, const char *go_version)
+{
+	char pid_text[16];
+	int i = role_index(role);
+
+	if (!bm || i < 0)
+		return;
+	if (!attached)
+		return;
+	bm->attached[i]++;
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)pid);
+	metric__set(bm->target_info,
+		    (const char *[]){ process_role__name(role), pid_text, version ? version : "",
+				      go_version ? go_version : "" },
+		    1);
+}
+
+void bind_metrics__targets_end(struct bind_metrics *bm)
+{
+	int i;
+
+	if (!bm)
+		return;
+	for (i = 0; i < N_TARGET_ROLES; i++)
+		metric__set(bm->target_attached,
+			    (const char *[]){ process_role__name(target_roles[i]) },
+			    bm->attached[i]);
+}
+
+void bind_metrics__bpf_counters(struct bind_metrics *bm, uint64_t ringbuf_drops,
+				uint64_t truncated_bytes)
+{
+	if (!bm)
+		return;
+	metric__set(bm->drops, NULL, (double)ringbuf_drops);
+	metric__set(bm->truncated, NULL, (double)truncated_bytes);
+}
+
+void bind_metrics__gap(struct bind_metrics *bm, enum process_role role, uint64_t bytes)
+{
+	const char *labels[] = { process_role__name(role) };
+
+	if (!bm)
+		return;
+	metric__add(bm->gaps, labels, 1);
+	metric__add(bm->gap_bytes, labels, (double)bytes);
+}

@@ -1,0 +1,60 @@
+/* bindtrace's Prometheus metrics: the families (names, help, labels, buckets; listed in the
+ * README) and what feeds them. Finished binds enter through bind_metrics__bind() alone; the
+ * tracer's counters (ring-buffer drops, capture gaps) and its targets' state through the other
+ * calls, made where the tracer reads them. Nothing here blocks: each call updates the registry
+ * under its lock and returns.
+ *
+ * Families:
+ *   bindtrace_build_info{version,commit,libbpf}                  gauge 1
+ *   bindtrace_target_info{role,pid,version,go_version}           gauge 1 per attached target
+ *   bindtrace_target_attached{role}                              gauge 1 attached, 0 waiting
+ *   bindtrace_binds_total{result}                                counter
+ *   bindtrace_bind_duration_seconds                              histogram, the total
+ *   bindtrace_bind_leg_duration_seconds{leg}                     histogram per leg
+ *   bindtrace_missing_stages_total{stage,reason}                 counter
+ *   bindtrace_ringbuf_drops_total                                counter
+ *   bindtrace_capture_truncated_bytes_total                      counter
+ *   bindtrace_capture_gaps_total{role}, ..._gap_bytes_total{role} counter
+ *   bindtrace_metrics_series_refused_total                       counter
+ * Histogram buckets run from 50 us to 10 s in 1-2-5 steps. */
+#ifndef BINDTRACE_BIND_METRICS_H
+#define BINDTRACE_BIND_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "correlate.h"
+
+struct metrics;
+struct bind_metrics;
+
+/* The registry with every family registered (series for each result and leg at zero) and the
+ * build info set. NULL with errno on failure. */
+struct bind_metrics *bind_metrics__new(void);
+void bind_metrics__free(struct bind_metrics *bm);
+/* The registry, for the server (owned by bm). */
+struct metrics *bind_metrics__registry(struct bind_metrics *bm);
+
+/* A finished bind: its result, the duration of each leg it has (per watcher for the watch
+ * legs), and each counted missing stage with its reason. The one way binds reach the metrics. */
+void bind_metrics__bind(struct bind_metrics *bm, const struct bind_timeline *t);
+
+/* The targets as they are now: call begin, then target once per role's process, then end.
+ * A role given with attached false (exited, waiting for its replacement) reports 0. */
+void bind_metrics__targets_begin(struct bind_metrics *bm);
+void bind_metrics__target(struct bind_metrics *bm, enum process_role role, pid_t pid, bool attached,
+			  const char *version, const char *go_version);
+void bind_metrics__targets_end(struct bind_metrics *bm);
+
+/* The BPF side's totals since load (monotonic): ring-buffer drops, bytes of calls cut. */
+void bind_metrics__bpf_counters(struct bind_metrics *bm, uint64_t ringbuf_drops,
+				uint64_t truncated_bytes);
+/* Bytes lost on a connection of a process in this role (a capture gap). */
+void bind_metrics__gap(struct bind_metrics *bm, enum process_role role, uint64_t bytes);
+
+/* The short label of a missing stage's reason text ("not_traced", "ringbuf_drops",
+ * "capture_gap", "started_before_attach", "unschedulable", "not_observed", or "other"). */
+const char *bind_metrics__reason_label(const char *reason);
+
+#endif
