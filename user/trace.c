@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bind_metrics.h"
 #include "capture.skel.h"
 #include "commands.h"
 #include "correlate.h"
@@ -26,6 +27,7 @@
 #include "events.h"
 #include "goelf.h"
 #include "gorelease.h"
+#include "metrics_http.h"
 #include "sockdiag.h"
 #include "streams.h"
 #include "timeline.h"
@@ -104,6 +106,8 @@ struct trace_state {
 	struct correlator *corr;
 	struct summary *summary;
 	struct trace_outputs *outputs;
+	struct bind_metrics *metrics;	       /* --metrics */
+	struct metrics_server *metrics_server; /* --metrics */
 	int64_t wall_offset_ns;
 	uint64_t binds_printed;
 	uint64_t drops_seen;
@@ -114,12 +118,14 @@ struct trace_state {
 	int fd_cache_key[64][2];
 };
 
-static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t stopping, reopen_requested;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stopping = 1;
+	if (sig == SIGHUP)
+		reopen_requested = 1;
+	else
+		stopping = 1;
 }
 
 enum {
@@ -137,6 +143,7 @@ enum {
 	OPT_COUNT,
 	OPT_LINGER,
 	OPT_NO_WATCHERS,
+	OPT_METRICS,
 };
 
 static const struct argp_option trace_argp_options[] = {
@@ -158,6 +165,9 @@ static const struct argp_option trace_argp_options[] = {
 	  "Also write, per bind, the decoded frames, kernel events and binary identities", 2 },
 	{ "report", OPT_REPORT, "FILE", 0,
 	  "Write a Markdown report (and FILE.svg waterfall) of the bind given by --pod", 2 },
+	{ "metrics", OPT_METRICS, "ADDR", 0,
+	  "Serve Prometheus metrics and /healthz on ADDR (127.0.0.1:9464, [::1]:9464, :9464)", 2 },
+	{ "quiet", 'q', NULL, 0, "No per-bind output (with --metrics or output files)", 2 },
 	{ NULL, 0, NULL, 0, "Filters and lifetime:", 3 },
 	{ "pod", OPT_POD, "[NS/]NAME", 0, "Only this pod (namespace default: \"default\")", 3 },
 	{ "namespace", OPT_NAMESPACE, "NS", 0, "Only pods of this namespace", 3 },
@@ -192,6 +202,7 @@ static const char trace_doc[] =
     "  sudo bindtrace --pod default/web-0 --count 1 --report web-0.md\n"
     "  sudo bindtrace --summary -d 60            # percentiles of a minute of binds\n"
     "  sudo bindtrace --perfetto binds.json --evidence ./evidence\n"
+    "  sudo bindtrace --quiet --metrics 127.0.0.1:9464   # an agent: Prometheus scrapes it\n"
     "  sudo bindtrace --scheduler-pid 812 --apiserver-pid 640 --etcd-pid 590\n";
 
 static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
@@ -230,6 +241,12 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_REPORT:
 		opt->report = arg;
+		break;
+	case OPT_METRICS:
+		opt->metrics = arg;
+		break;
+	case 'q':
+		opt->quiet = true;
 		break;
 	case OPT_POD:
 		slash = strchr(arg, '/');
@@ -1168,6 +1185,7 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 	}
 	missed = stream__advance(s, e->offset, e->len);
 	if (missed) {
+		bind_metrics__gap(st->metrics, t->role, missed);
 		conn_decoder__gap(cc->dec, e->dir, missed);
 		correlator__loss(st->corr, t->proc.pid, e->conn, e->hdr.ts_ns);
 	}
@@ -1289,7 +1307,8 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 		return;
 	st->binds_printed++;
 	summary__add(st->summary, t);
-	if (!st->opt.summary_only) {
+	bind_metrics__bind(st->metrics, t);
+	if (!st->opt.summary_only && !st->opt.quiet) {
 		if (st->opt.json)
 			timeline__print_json(stdout, t, st->wall_offset_ns);
 		else
@@ -1309,9 +1328,31 @@ static uint64_t read_drops(struct capture_bpf *skel)
 	return counters[COUNTER_RINGBUF_DROPS];
 }
 
+/* The targets' state and the BPF counters, for --metrics: after attaching and once a second. */
+static void publish_metrics(struct trace_state *st)
+{
+	uint64_t counters[COUNTER_MAX];
+	int i;
+
+	if (!st->metrics)
+		return;
+	bind_metrics__targets_begin(st->metrics);
+	for (i = 0; i < st->n_targets; i++) {
+		const struct target *t = &st->targets[i];
+
+		bind_metrics__target(st->metrics, t->role, t->proc.pid, t->attached,
+				     t->k8s_version[0] ? t->k8s_version : t->module_version,
+				     t->go_version);
+	}
+	bind_metrics__targets_end(st->metrics);
+	capture_counters__read(st->skel, counters);
+	bind_metrics__bpf_counters(st->metrics, counters[COUNTER_RINGBUF_DROPS],
+				   counters[COUNTER_TRUNCATED]);
+}
+
 static void print_header(struct trace_state *st, uint64_t attach_ns)
 {
-	FILE *out = st->opt.json || st->opt.summary_only ? stderr : stdout;
+	FILE *out = st->opt.json || st->opt.summary_only || st->opt.quiet ? stderr : stdout;
 	int i;
 
 	for (i = 0; i < st->n_targets; i++) {
@@ -1324,6 +1365,9 @@ static void print_header(struct trace_state *st, uint64_t attach_ns)
 			t->tls.n_links + !!t->call_link, t->call_probe ? ", bind call: " : "",
 			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "");
 	}
+	if (st->metrics_server)
+		fprintf(out, "# metrics on http://%s/metrics\n",
+			metrics_server__address(st->metrics_server));
 	fprintf(out, "# attached in %.1f ms; waiting for binds (Ctrl-C to stop)\n\n",
 		(double)attach_ns / 1e6);
 	fflush(out);
@@ -1369,6 +1413,17 @@ int cmd_trace(int argc, char **argv)
 	st->outputs = trace_outputs__new(&st->opt, st->wall_offset_ns);
 	if (!st->outputs)
 		goto cleanup; /* it said why */
+	if (st->opt.metrics) {
+		st->metrics = bind_metrics__new();
+		if (!st->metrics) {
+			fprintf(stderr, "bindtrace: --metrics: out of memory\n");
+			goto cleanup;
+		}
+		st->metrics_server =
+		    metrics_server__start(st->opt.metrics, bind_metrics__registry(st->metrics));
+		if (!st->metrics_server)
+			goto cleanup; /* it said why */
+	}
 
 	if (selfcheck__preflight("bindtrace"))
 		goto cleanup;
@@ -1456,10 +1511,12 @@ int cmd_trace(int argc, char **argv)
 	for (i = 0; i < st->n_targets; i++)
 		if (st->targets[i].role == ROLE_APISERVER)
 			trace_connected_watchers(st, &st->targets[i]);
+	publish_metrics(st);
 	print_header(st, util__monotonic_ns() - start);
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	if (st->opt.duration_s)
 		deadline = util__monotonic_ns() + st->opt.duration_s * 1000000000ull;
 	while (!stopping) {
@@ -1485,7 +1542,14 @@ int cmd_trace(int argc, char **argv)
 		}
 		if (now >= next_restart_check) {
 			check_restarts(st);
+			publish_metrics(st);
 			next_restart_check = now + 1000000000ull;
+		}
+		metrics_server__heartbeat(st->metrics_server, now);
+		if (reopen_requested) {
+			reopen_requested = 0;
+			if (trace_outputs__reopen(st->outputs) == 0 && verbose)
+				fprintf(stderr, "bindtrace: SIGHUP: output files reopened\n");
 		}
 		if (now >= next_sweep) {
 			sweep_closed(st, now);
@@ -1510,6 +1574,8 @@ int cmd_trace(int argc, char **argv)
 			(unsigned long long)st->conns_closed);
 	rc = trace_outputs__finish(st->outputs) ? 1 : 0;
 cleanup:
+	metrics_server__stop(st->metrics_server);
+	bind_metrics__free(st->metrics);
 	reaper__finish(&st->reaper);
 	ring_buffer__free(ring);
 	for (i = 0; i < n_tp; i++)

@@ -36,6 +36,11 @@ struct trace_outputs {
 	struct report *report;
 	struct pending_identity **identities;
 	int n_identities;
+	struct {
+		pid_t pid;
+		char role[32];
+	} * processes; /* to name the tracks of a reopened --perfetto file */
+	int n_processes;
 	int errors;
 };
 
@@ -127,8 +132,19 @@ void trace_outputs__process(struct trace_outputs *o, const char *role, pid_t pid
 
 	if (!o)
 		return;
-	if (o->perfetto)
+	if (o->perfetto) {
+		void *more =
+		    realloc(o->processes, (size_t)(o->n_processes + 1) * sizeof(*o->processes));
+
 		perfetto__process(o->perfetto, pid, role, role_sort_index(role));
+		if (more) {
+			o->processes = more;
+			o->processes[o->n_processes].pid = pid;
+			snprintf(o->processes[o->n_processes].role,
+				 sizeof(o->processes[o->n_processes].role), "%s", role);
+			o->n_processes++;
+		}
+	}
 	if (!o->evidence && !o->report)
 		return;
 	v = realloc(o->identities, (size_t)(o->n_identities + 1) * sizeof(*v));
@@ -182,6 +198,26 @@ void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 		o->errors++;
 }
 
+int trace_outputs__reopen(struct trace_outputs *o)
+{
+	int err = 0, i;
+
+	/* --evidence writes a directory per bind and holds nothing open; --report is written at
+	 * exit. */
+	if (!o || !o->perfetto)
+		return 0;
+	err = perfetto__close(o->perfetto);
+	o->perfetto = perfetto__open(o->opt->perfetto, o->wall_offset_ns);
+	if (!o->perfetto) {
+		o->errors++;
+		return -errno; /* it said why; binds go on without it */
+	}
+	for (i = 0; i < o->n_processes; i++)
+		perfetto__process(o->perfetto, o->processes[i].pid, o->processes[i].role,
+				  role_sort_index(o->processes[i].role));
+	return err;
+}
+
 int trace_outputs__finish(struct trace_outputs *o)
 {
 	int err = 0, e;
@@ -216,6 +252,7 @@ void trace_outputs__free(struct trace_outputs *o)
 		free(o->identities[i]);
 	}
 	free(o->identities);
+	free(o->processes);
 	perfetto__close(o->perfetto);
 	evidence__close(o->evidence);
 	report__close(o->report);

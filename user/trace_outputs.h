@@ -20,7 +20,9 @@ struct trace_options {
 	bool check;
 	bool json;
 	bool summary_only;
-	bool watchers; /* also trace the apiserver's local clients */
+	bool watchers;	      /* also trace the apiserver's local clients */
+	bool quiet;	      /* no per-bind printing (metrics or files only) */
+	const char *metrics;  /* --metrics ADDR to serve Prometheus metrics on */
 	const char *perfetto; /* file */
 	const char *evidence; /* directory */
 	const char *report;   /* file; needs pod_name */
@@ -52,6 +54,9 @@ void trace_outputs__fsync(struct trace_outputs *o, const struct actor *who,
 			  const struct fsync_event *e, const char *path);
 /* A finished bind (already filtered by --pod/--namespace/--count). */
 void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t);
+/* SIGHUP: reopen the files written as the trace goes (after logrotate moved them): --perfetto
+ * ends its file validly and starts a new one at the same path. 0, or -errno after a message. */
+int trace_outputs__reopen(struct trace_outputs *o);
 /* Close the files; write what is written at the end (the report). 0, or -errno after a message. */
 int trace_outputs__finish(struct trace_outputs *o);
 void trace_outputs__free(struct trace_outputs *o);
