@@ -118,9 +118,10 @@ $(OUT)/bindtrace-san: $(SAN_OBJS)
 san: $(OUT)/bindtrace-san
 
 # One self-contained executable for any x86-64 Linux with BTF (the FROM scratch image, copying to
-# a node): every library from Debian's .a files, glibc included. bindtrace resolves no names
-# (numeric addresses only) and loads nothing at run time, so static glibc's NSS caveats do not
-# apply.
+# a node): every library from Debian's .a files, glibc included. The linker warns that libevent's
+# evutil_getaddrinfo may call glibc's getaddrinfo, getservbyname and getprotobynumber (which need
+# glibc's shared NSS modules at run time): bindtrace never reaches them, as --metrics takes
+# numeric addresses only and binds its socket itself.
 $(OUT)/bindtrace-static: $(OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -static $^ $(shell pkg-config --static --libs $(PKGS)) -lm -o $@
