@@ -50,7 +50,7 @@ endif
 .DELETE_ON_ERROR:
 .SECONDARY:
 .PHONY: all deps test-deps san unit fuzz-build fuzz test demo bench format clean controlplane
-.PHONY: static
+.PHONY: static image
 
 all: $(OUT)/bindtrace
 
@@ -128,6 +128,13 @@ $(OUT)/bindtrace-static: $(OBJS)
 	$(Q)printf '  %-8s %s: %s bytes\n' SIZE $@ "$$(stat -c %s $@)"
 
 static: $(OUT)/bindtrace-static
+
+# The OCI image (deploy/Containerfile, FROM scratch): the static binary alone as its context.
+IMAGE ?= localhost/bindtrace:$(shell scripts/version-h | sed -n 's/.*VERSION "\(.*\)"/\1/p')
+image: $(OUT)/bindtrace-static
+	$(Q)mkdir -p $(OUT)/image
+	$(Q)cp $< $(OUT)/image/bindtrace
+	$(Q)podman build -q -f deploy/Containerfile -t $(IMAGE) $(OUT)/image
 
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(SAN_LIB_OBJS)
 	$(call msg,TEST,$@)
