@@ -207,7 +207,13 @@ static void check_features(struct check_state *st, int privileged)
 	} else {
 		uprobe = bpf_program__attach_uprobe(skel->progs.check_uprobe, false, getpid(), exe,
 						    (size_t)offset);
-		if (!uprobe)
+		/* Since the 2025 fix "perf: Require CAP_SYS_ADMIN for uprobes" (in stable
+		 * kernels too) CAP_PERFMON no longer creates uprobes: EACCES. */
+		if (!uprobe && errno == EACCES)
+			report(st, "uprobes", 0,
+			       "attach: %s (this kernel creates uprobes for CAP_SYS_ADMIN only)",
+			       strerror(errno));
+		else if (!uprobe)
 			report(st, "uprobes", 0, "attach: %s (kernel needs CONFIG_UPROBE_EVENTS)",
 			       strerror(errno));
 	}
