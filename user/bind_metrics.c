@@ -31,6 +31,7 @@ static const char *const missing_labels[] = { "stage", "reason", NULL };
 /* The roles with a target of their own (watchers come and go and are not reported). */
 static const enum process_role target_roles[] = { ROLE_SCHEDULER, ROLE_APISERVER, ROLE_ETCD };
 #define N_TARGET_ROLES 3
+#define MAX_TARGET_ROWS 16
 
 struct bind_metrics {
 	struct metrics *registry;
@@ -47,6 +48,15 @@ struct bind_metrics {
 	struct metric_family *gap_bytes;
 	struct metric_family *refused;
 	int attached[N_TARGET_ROLES]; /* between targets_begin and targets_end */
+	/* The targets reported, last round [0] and this one [1]: target_info is rebuilt only when
+	 * they differ, so a scrape can fall between its reset and its refill only on a restart. */
+	struct target_row {
+		enum process_role role;
+		pid_t pid;
+		char version[64];
+		char go_version[32];
+	} rows[2][MAX_TARGET_ROWS];
+	int n_rows[2];
 };
 
 static int role_index(enum process_role role)
@@ -236,25 +246,26 @@ void bind_metrics__targets_begin(struct bind_metrics *bm)
 	if (!bm)
 		return;
 	memset(bm->attached, 0, sizeof(bm->attached));
-	metric__reset(bm->target_info);
+	bm->n_rows[1] = 0;
 }
 
 void bind_metrics__target(struct bind_metrics *bm, enum process_role role, pid_t pid, bool attached,
 			  const char *version, const char *go_version)
 {
-	char pid_text[16];
+	struct target_row *row;
 	int i = role_index(role);
 
-	if (!bm || i < 0)
-		return;
-	if (!attached)
+	if (!bm || i < 0 || !attached)
 		return;
 	bm->attached[i]++;
-	snprintf(pid_text, sizeof(pid_text), "%d", (int)pid);
-	metric__set(bm->target_info,
-		    (const char *[]){ process_role__name(role), pid_text, version ? version : "",
-				      go_version ? go_version : "" },
-		    1);
+	if (bm->n_rows[1] == MAX_TARGET_ROWS)
+		return;
+	row = &bm->rows[1][bm->n_rows[1]++];
+	memset(row, 0, sizeof(*row));
+	row->role = role;
+	row->pid = pid;
+	snprintf(row->version, sizeof(row->version), "%s", version ? version : "");
+	snprintf(row->go_version, sizeof(row->go_version), "%s", go_version ? go_version : "");
 }
 
 void bind_metrics__targets_end(struct bind_metrics *bm)
@@ -267,6 +278,22 @@ void bind_metrics__targets_end(struct bind_metrics *bm)
 		metric__set(bm->target_attached,
 			    (const char *[]){ process_role__name(target_roles[i]) },
 			    bm->attached[i]);
+	if (bm->n_rows[0] == bm->n_rows[1] &&
+	    !memcmp(bm->rows[0], bm->rows[1], sizeof(bm->rows[0][0]) * (size_t)bm->n_rows[1]))
+		return;
+	metric__reset(bm->target_info);
+	for (i = 0; i < bm->n_rows[1]; i++) {
+		const struct target_row *row = &bm->rows[1][i];
+		char pid_text[16];
+
+		snprintf(pid_text, sizeof(pid_text), "%d", (int)row->pid);
+		metric__set(bm->target_info,
+			    (const char *[]){ process_role__name(row->role), pid_text, row->version,
+					      row->go_version },
+			    1);
+	}
+	memcpy(bm->rows[0], bm->rows[1], sizeof(bm->rows[0]));
+	bm->n_rows[0] = bm->n_rows[1];
 }
 
 void bind_metrics__bpf_counters(struct bind_metrics *bm, uint64_t ringbuf_drops,

@@ -204,6 +204,17 @@ static void test_bind_metrics(const char *dir)
 		  "started_before_attach");
 	CHECK_STR(bind_metrics__reason_label("something new"), "other");
 
+	/* A restart: the apiserver is now pid 4244; the old pid's info goes. */
+	bind_metrics__targets_begin(bm);
+	bind_metrics__target(bm, ROLE_APISERVER, 4244, true, "v1.33.13", "go1.26.8");
+	bind_metrics__targets_end(bm);
+	{
+		char *after = metrics__render(bind_metrics__registry(bm), &len);
+
+		CHECK(contains(after, "pid=\"4244\"") && !contains(after, "pid=\"4242\""),
+		      "after a restart: %s", after);
+		free(after);
+	}
 	if (dir && text) {
 		char path[4096];
 		FILE *f;
