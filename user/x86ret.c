@@ -7,7 +7,13 @@
  * Capstone rather than Zydis: Debian ships Capstone as a static library (Zydis only shared), and
  * one decoder for the dynamic and the static build means one way through this code. Every
  * decode here starts from a fresh handle: a handle holds no state between calls that matters,
- * and opening one costs a few allocations against a few hundred instructions decoded. */
+ * and opening one costs a few allocations against a few hundred instructions decoded.
+ *
+ * Debian 12's Capstone (4.0.2) does not know a few AVX2/AVX-512/GFNI instructions that Go's
+ * hand-written assembly uses (VBROADCASTI128 in x/crypto's chacha20poly1305, VPERMB and
+ * VGF2P8AFFINEQB in Go 1.26's GC): a function holding one fails to decode and is refused, never
+ * misread. The compiler does not emit them, and every probed function is compiled Go; over whole
+ * binaries Capstone and binutils agree on every instruction boundary outside those routines. */
 #include "x86ret.h"
 
 #include <errno.h>
