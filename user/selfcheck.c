@@ -68,7 +68,8 @@ int selfcheck__preflight(const char *prefix)
 	if (syscall(SYS_capget, &hdr, data) == 0 && !has_cap(data, CAP_SYS_ADMIN) &&
 	    !(has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON))) {
 		fprintf(stderr,
-			"%s: needs root, or CAP_BPF and CAP_PERFMON (see bindtrace --check)\n",
+			"%s: needs root, or CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN where the "
+			"kernel keeps uprobes to it; see bindtrace --check)\n",
 			prefix);
 		return -1;
 	}
