@@ -499,11 +499,13 @@ static int find_role(struct trace_state *st, enum process_role role, pid_t given
 	if (given) {
 		err = discover__process(given, &found[0]);
 		if (err) {
+			const char *hint = err == -EACCES || err == -EPERM
+					       ? " (reading /proc/PID/exe of another process "
+						 "needs CAP_SYS_PTRACE)"
+					       : "";
+
 			fprintf(stderr, "bindtrace: %s pid %d: %s%s\n", role_exe[role], given,
-				err == -ESRCH ? "no such process" : strerror(-err),
-				err == -EACCES || err == -EPERM
-				    ? " (reading /proc/PID/exe of another process needs CAP_SYS_PTRACE)"
-				    : "");
+				err == -ESRCH ? "no such process" : strerror(-err), hint);
 			return err;
 		}
 		n = 1;
