@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <Zydis/Zydis.h>
+#include <capstone/capstone.h>
 
 #define MAX_SLOTS 256 /* stack slots followed at once; more are simply not followed */
 #define N_GPRS 16
@@ -26,52 +26,141 @@ struct flow_state {
 	size_t n_slots;
 };
 
-/* ABIInternal's argument registers as Zydis names them, in x86flow's order. */
-static const ZydisRegister arg_regs[X86FLOW_ARG_REGS] = {
-	ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RBX, ZYDIS_REGISTER_RCX,
-	ZYDIS_REGISTER_RDI, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_R8,
-	ZYDIS_REGISTER_R9,  ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+/* ABIInternal's argument registers, in x86flow's order. */
+static const x86_reg arg_regs[X86FLOW_ARG_REGS] = {
+	X86_REG_RAX, X86_REG_RBX, X86_REG_RCX, X86_REG_RDI, X86_REG_RSI,
+	X86_REG_R8,  X86_REG_R9,  X86_REG_R10, X86_REG_R11,
 };
 
-/* Index 0-15 of the 64-bit register enclosing reg, or -1 for anything but a general one. */
-static int gpr_index(ZydisRegister reg)
+/* Index 0-15 of the 64-bit register enclosing reg (in encoding order), or -1 for anything but
+ * a general one. Capstone numbers registers by name, not by encoding, hence the table. */
+static int gpr_index(x86_reg reg)
 {
-	ZydisRegister r = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg);
+	static const x86_reg names[N_GPRS][5] = {
+		{ X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH },
+		{ X86_REG_RCX, X86_REG_ECX, X86_REG_CX, X86_REG_CL, X86_REG_CH },
+		{ X86_REG_RDX, X86_REG_EDX, X86_REG_DX, X86_REG_DL, X86_REG_DH },
+		{ X86_REG_RBX, X86_REG_EBX, X86_REG_BX, X86_REG_BL, X86_REG_BH },
+		{ X86_REG_RSP, X86_REG_ESP, X86_REG_SP, X86_REG_SPL },
+		{ X86_REG_RBP, X86_REG_EBP, X86_REG_BP, X86_REG_BPL },
+		{ X86_REG_RSI, X86_REG_ESI, X86_REG_SI, X86_REG_SIL },
+		{ X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL },
+		{ X86_REG_R8, X86_REG_R8D, X86_REG_R8W, X86_REG_R8B },
+		{ X86_REG_R9, X86_REG_R9D, X86_REG_R9W, X86_REG_R9B },
+		{ X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B },
+		{ X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B },
+		{ X86_REG_R12, X86_REG_R12D, X86_REG_R12W, X86_REG_R12B },
+		{ X86_REG_R13, X86_REG_R13D, X86_REG_R13W, X86_REG_R13B },
+		{ X86_REG_R14, X86_REG_R14D, X86_REG_R14W, X86_REG_R14B },
+		{ X86_REG_R15, X86_REG_R15D, X86_REG_R15W, X86_REG_R15B },
+	};
 
-	if (r >= ZYDIS_REGISTER_RAX && r <= ZYDIS_REGISTER_R15)
-		return (int)(r - ZYDIS_REGISTER_RAX);
+	if (reg == X86_REG_INVALID)
+		return -1;
+	for (int i = 0; i < N_GPRS; i++)
+		for (int k = 0; k < 5; k++)
+			if (names[i][k] == reg)
+				return i;
 	return -1;
 }
 
-static bool is_gpr64(const ZydisDecodedOperand *op)
+static bool is_gpr64(const cs_x86_op *op)
 {
-	return op->type == ZYDIS_OPERAND_TYPE_REGISTER && op->reg.value >= ZYDIS_REGISTER_RAX &&
-	       op->reg.value <= ZYDIS_REGISTER_R15;
+	return op->type == X86_OP_REG && op->size == 8 && gpr_index(op->reg) >= 0;
 }
 
-static int xmm_index(const ZydisDecodedOperand *op)
+static int xmm_index_of(x86_reg reg)
 {
-	if (op->type != ZYDIS_OPERAND_TYPE_REGISTER || op->reg.value < ZYDIS_REGISTER_XMM0 ||
-	    op->reg.value > ZYDIS_REGISTER_XMM15)
+	if (reg < X86_REG_XMM0 || reg > X86_REG_XMM15)
 		return -1;
-	return (int)(op->reg.value - ZYDIS_REGISTER_XMM0);
+	return (int)(reg - X86_REG_XMM0);
+}
+
+static int xmm_index(const cs_x86_op *op)
+{
+	return op->type == X86_OP_REG ? xmm_index_of(op->reg) : -1;
 }
 
 /* A 16-byte move (movups/movdqu/movaps/movdqa): how Go may copy a string header whole. */
-static bool is_move16(const ZydisDecodedInstruction *insn)
+static bool is_move16(const cs_insn *insn)
 {
-	return insn->mnemonic == ZYDIS_MNEMONIC_MOVUPS || insn->mnemonic == ZYDIS_MNEMONIC_MOVDQU ||
-	       insn->mnemonic == ZYDIS_MNEMONIC_MOVAPS || insn->mnemonic == ZYDIS_MNEMONIC_MOVDQA;
+	return insn->id == X86_INS_MOVUPS || insn->id == X86_INS_MOVDQU ||
+	       insn->id == X86_INS_MOVAPS || insn->id == X86_INS_MOVDQA;
 }
 
-/* [base + disp], read or written (MEM) or only computed by LEA (AGEN). */
-static bool is_mem_based(const ZydisDecodedOperand *op, ZydisRegister base)
+/* [base + disp], read, written or only computed by LEA. */
+static bool is_mem_based(const cs_x86_op *op, x86_reg base)
 {
-	return op->type == ZYDIS_OPERAND_TYPE_MEMORY &&
-	       (op->mem.type == ZYDIS_MEMOP_TYPE_MEM || op->mem.type == ZYDIS_MEMOP_TYPE_AGEN) &&
-	       op->mem.base == base && op->mem.index == ZYDIS_REGISTER_NONE &&
-	       (op->mem.segment == ZYDIS_REGISTER_NONE || op->mem.segment == ZYDIS_REGISTER_DS ||
-		op->mem.segment == ZYDIS_REGISTER_SS);
+	return op->type == X86_OP_MEM && op->mem.base == base && op->mem.index == X86_REG_INVALID &&
+	       (op->mem.segment == X86_REG_INVALID || op->mem.segment == X86_REG_DS ||
+		op->mem.segment == X86_REG_SS);
+}
+
+/* The address a RIP-relative operand names: from the end of the instruction. */
+static uint64_t rip_target(const cs_insn *insn, const cs_x86_op *op)
+{
+	return insn->address + insn->size + (uint64_t)op->mem.disp;
+}
+
+/* Instructions whose stack write Capstone does not list as an operand. */
+static bool pushes(const cs_insn *insn)
+{
+	switch (insn->id) {
+	case X86_INS_PUSH:
+	case X86_INS_PUSHF:
+	case X86_INS_PUSHFQ:
+	case X86_INS_ENTER:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_uncond_jump(const cs_insn *insn)
+{
+	return insn->id == X86_INS_JMP || insn->id == X86_INS_LJMP;
+}
+
+struct decoder {
+	csh handle;
+	cs_insn *insn;
+};
+
+static int decoder__open(struct decoder *d)
+{
+	memset(d, 0, sizeof(*d));
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->handle) != CS_ERR_OK)
+		return -ENOMEM;
+	cs_option(d->handle, CS_OPT_DETAIL, CS_OPT_ON);
+	d->insn = cs_malloc(d->handle);
+	if (!d->insn) {
+		cs_close(&d->handle);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void decoder__close(struct decoder *d)
+{
+	if (d->insn)
+		cs_free(d->insn, 1);
+	if (d->handle)
+		cs_close(&d->handle);
+}
+
+static bool decoder__next(struct decoder *d, const uint8_t *code, size_t len, uint64_t vaddr,
+			  size_t pos)
+{
+	const uint8_t *at = code + pos;
+	size_t left = len - pos;
+	uint64_t addr = vaddr + pos;
+
+	return cs_disasm_iter(d->handle, &at, &left, &addr, d->insn);
+}
+
+static bool in_group(const struct decoder *d, unsigned int group)
+{
+	return cs_insn_group(d->handle, d->insn, group);
 }
 
 static void state__forget(struct flow_state *s)
@@ -182,32 +271,29 @@ static int u64_cmp(const void *a, const void *b)
 }
 
 /* Pass 1: the targets of direct jumps that land inside the function. */
-static int targets__collect(const uint8_t *code, size_t len, uint64_t vaddr, struct pass *p,
-			    struct x86flow_stats *stats)
+static int targets__collect(struct decoder *d, const uint8_t *code, size_t len, uint64_t vaddr,
+			    struct pass *p, struct x86flow_stats *stats)
 {
-	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-	ZydisDecodedInstruction insn;
-	ZydisDecoder decoder;
 	size_t pos = 0, cap = 0;
 
-	ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	while (pos < len) {
 		uint64_t at = vaddr + pos, to;
+		const cs_x86 *x86;
 
-		if (!ZYAN_SUCCESS(
-			ZydisDecoderDecodeFull(&decoder, code + pos, len - pos, &insn, ops))) {
+		if (!decoder__next(d, code, len, vaddr, pos)) {
 			stats->bad_insn = at;
 			return -EILSEQ;
 		}
-		pos += insn.length;
-		if (insn.meta.category != ZYDIS_CATEGORY_UNCOND_BR &&
-		    insn.meta.category != ZYDIS_CATEGORY_COND_BR)
+		pos += d->insn->size;
+		if (!in_group(d, X86_GRP_JUMP))
 			continue;
-		if (ops[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
-		    !ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&insn, &ops[0], at, &to))) {
+		x86 = &d->insn->detail->x86;
+		/* Capstone gives a relative branch's target as an absolute immediate. */
+		if (x86->op_count < 1 || x86->operands[0].type != X86_OP_IMM) {
 			stats->n_indirect_jumps++;
 			continue;
 		}
+		to = (uint64_t)x86->operands[0].imm;
 		if (to < vaddr || to >= vaddr + len)
 			continue;
 		if (p->n_targets == cap) {
@@ -226,134 +312,173 @@ static int targets__collect(const uint8_t *code, size_t len, uint64_t vaddr, str
 	return 0;
 }
 
-/* One instruction of pass 2. */
-static int step(struct pass *p, const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
-		uint64_t at)
+/* Instructions that only read their operands (their first one included). */
+static bool reads_only(const cs_insn *insn)
 {
+	switch (insn->id) {
+	case X86_INS_CMP:
+	case X86_INS_TEST:
+	case X86_INS_BT:
+	case X86_INS_UCOMISS:
+	case X86_INS_UCOMISD:
+	case X86_INS_COMISS:
+	case X86_INS_COMISD:
+	case X86_INS_PTEST:
+	case X86_INS_VPTEST:
+	case X86_INS_PREFETCHT0:
+	case X86_INS_PREFETCHT1:
+	case X86_INS_PREFETCHT2:
+	case X86_INS_PREFETCHNTA:
+	case X86_INS_PREFETCHW:
+	case X86_INS_NOP:
+	case X86_INS_PUSH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether operand i may be written. Capstone 4's access flags miss some stores (movups and
+ * movq to memory read as READ), so the first operand, the destination in Intel order, counts as
+ * written unless the instruction only reads. */
+static bool may_write(const cs_insn *insn, uint8_t i, const cs_x86_op *op)
+{
+	return (op->access & CS_AC_WRITE) || (i == 0 && !reads_only(insn));
+}
+
+/* What an instruction step() does not model writes becomes unknown: registers (explicit or
+ * implicit), RSP-based stack words it names, and anything else it stores through forgets the
+ * stack slots. */
+static int step_unmodelled(struct pass *p, const struct decoder *d, uint64_t at)
+{
+	static const struct x86flow_value unknown = { X86FLOW_UNKNOWN, 0 };
+	const cs_insn *insn = d->insn;
+	const cs_x86 *x86 = &insn->detail->x86;
 	struct flow_state *s = &p->state;
-	const ZydisDecodedOperand *dst = &ops[0], *src = &ops[1];
-	bool two = insn->operand_count_visible == 2;
 	int err;
 
-	if (insn->meta.category == ZYDIS_CATEGORY_RET) {
-		struct x86flow_event e = { .type = X86FLOW_RETURN, .pc = at };
+	for (uint8_t i = 0; i < x86->op_count; i++) {
+		const cs_x86_op *op = &x86->operands[i];
 
-		return p->on_event(&e, p->ctx);
-	}
-	if (insn->meta.category == ZYDIS_CATEGORY_CALL) {
-		uint64_t to = 0;
-
-		if (ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
-		    !ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(insn, &ops[0], at, &to)))
-			to = 0;
-		return emit_call(p, at, to);
-	}
-	if (insn->mnemonic == ZYDIS_MNEMONIC_MOV && two && is_gpr64(dst)) {
-		struct x86flow_value v = { X86FLOW_UNKNOWN, 0 };
-		uint64_t abs;
-
-		if (is_mem_based(src, ZYDIS_REGISTER_RIP) && src->size == 64 &&
-		    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(insn, src, at, &abs))) {
-			v = (struct x86flow_value){ X86FLOW_LOAD, abs };
-		} else if (is_mem_based(src, ZYDIS_REGISTER_RSP) && src->size == 64) {
-			const struct slot *sl = slot__find(s, src->mem.disp.value);
-
-			if (sl)
-				v = sl->value;
-		} else if (is_gpr64(src)) {
-			v = s->regs[gpr_index(src->reg.value)];
-		} else if (src->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
-			v = (struct x86flow_value){ X86FLOW_IMMEDIATE, src->imm.value.u };
-		}
-		s->regs[gpr_index(dst->reg.value)] = v;
-		return 0;
-	}
-	/* mov r32, imm32 zero-extends: `mov ebx, 0x5` sets a string's length. */
-	if (insn->mnemonic == ZYDIS_MNEMONIC_MOV && two &&
-	    dst->type == ZYDIS_OPERAND_TYPE_REGISTER && dst->size == 32 &&
-	    src->type == ZYDIS_OPERAND_TYPE_IMMEDIATE && gpr_index(dst->reg.value) >= 0) {
-		s->regs[gpr_index(dst->reg.value)] =
-		    (struct x86flow_value){ X86FLOW_IMMEDIATE, (uint32_t)src->imm.value.u };
-		return 0;
-	}
-	if (insn->mnemonic == ZYDIS_MNEMONIC_LEA && two && is_gpr64(dst) &&
-	    is_mem_based(src, ZYDIS_REGISTER_RIP)) {
-		uint64_t abs;
-
-		s->regs[gpr_index(dst->reg.value)] =
-		    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(insn, src, at, &abs))
-			? (struct x86flow_value){ X86FLOW_ADDRESS, abs }
-			: (struct x86flow_value){ X86FLOW_UNKNOWN, 0 };
-		return 0;
-	}
-	if (insn->mnemonic == ZYDIS_MNEMONIC_MOV && two && is_mem_based(dst, ZYDIS_REGISTER_RSP) &&
-	    dst->size == 64 && (is_gpr64(src) || src->type == ZYDIS_OPERAND_TYPE_IMMEDIATE)) {
-		struct x86flow_value v =
-		    is_gpr64(src) ? s->regs[gpr_index(src->reg.value)]
-				  : (struct x86flow_value){ X86FLOW_IMMEDIATE, src->imm.value.u };
-
-		return emit_store(p, at, dst->mem.disp.value, v);
-	}
-
-	/* 16 bytes through an XMM register: a string header loaded whole, stored as two words. */
-	if (is_move16(insn) && two && xmm_index(dst) >= 0) {
-		uint64_t abs;
-
-		s->xmms[xmm_index(dst)] =
-		    is_mem_based(src, ZYDIS_REGISTER_RIP) && src->size == 128 &&
-			    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(insn, src, at, &abs))
-			? (struct x86flow_value){ X86FLOW_LOAD, abs }
-		    : xmm_index(src) >= 0 ? s->xmms[xmm_index(src)]
-					  : (struct x86flow_value){ X86FLOW_UNKNOWN, 0 };
-		return 0;
-	}
-	if (is_move16(insn) && two && is_mem_based(dst, ZYDIS_REGISTER_RSP) && dst->size == 128 &&
-	    xmm_index(src) >= 0 && s->xmms[xmm_index(src)].kind == X86FLOW_LOAD) {
-		struct x86flow_value lo = s->xmms[xmm_index(src)], hi = lo;
-
-		hi.value += 8;
-		err = emit_store(p, at, dst->mem.disp.value, lo);
-		return err ? err : emit_store(p, at, dst->mem.disp.value + 8, hi);
-	}
-
-	/* Anything else: what it writes becomes unknown. */
-	for (unsigned int i = 0; i < insn->operand_count; i++) {
-		const ZydisDecodedOperand *op = &ops[i];
-
-		if (!(op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+		if (!may_write(insn, i, op))
 			continue;
-		if (op->type == ZYDIS_OPERAND_TYPE_REGISTER) {
-			int r = gpr_index(op->reg.value);
+		if (op->type == X86_OP_REG) {
+			int r = gpr_index(op->reg);
 
 			if (xmm_index(op) >= 0)
-				s->xmms[xmm_index(op)] =
-				    (struct x86flow_value){ X86FLOW_UNKNOWN, 0 };
-			if (r >= 0 && op->reg.value != ZYDIS_REGISTER_RSP &&
-			    !(insn->mnemonic == ZYDIS_MNEMONIC_NOP))
-				s->regs[r] = (struct x86flow_value){ X86FLOW_UNKNOWN, 0 };
-		} else if (op->type == ZYDIS_OPERAND_TYPE_MEMORY &&
-			   op->mem.type == ZYDIS_MEMOP_TYPE_MEM) {
-			if (is_mem_based(op, ZYDIS_REGISTER_RIP))
+				s->xmms[xmm_index(op)] = unknown;
+			if (r >= 0 && op->reg != X86_REG_RSP && insn->id != X86_INS_NOP)
+				s->regs[r] = unknown;
+		} else if (op->type == X86_OP_MEM && insn->id != X86_INS_LEA) {
+			if (is_mem_based(op, X86_REG_RIP))
 				continue; /* a package variable, not the stack */
-			if (is_mem_based(op, ZYDIS_REGISTER_RSP) &&
-			    op->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT)
-				err = emit_unknown_stores(p, at, op->mem.disp.value, op->size / 8);
+			if (is_mem_based(op, X86_REG_RSP))
+				err = emit_unknown_stores(p, at, op->mem.disp, op->size);
 			else
 				err = emit_clobber(p, at);
 			if (err)
 				return err;
 		}
 	}
-	return 0;
+	for (uint8_t i = 0; i < insn->detail->regs_write_count; i++) {
+		x86_reg reg = (x86_reg)insn->detail->regs_write[i];
+		int r = gpr_index(reg);
+
+		if (xmm_index_of(reg) >= 0)
+			s->xmms[xmm_index_of(reg)] = unknown;
+		if (r >= 0 && reg != X86_REG_RSP)
+			s->regs[r] = unknown;
+	}
+	/* PUSH and the like store below RSP without naming the slot. */
+	return pushes(insn) ? emit_clobber(p, at) : 0;
+}
+
+/* One instruction of pass 2. */
+static int step(struct pass *p, const struct decoder *d, uint64_t at)
+{
+	const cs_insn *insn = d->insn;
+	const cs_x86 *x86 = &insn->detail->x86;
+	struct flow_state *s = &p->state;
+	const cs_x86_op *dst = &x86->operands[0], *src = &x86->operands[1];
+	bool two = x86->op_count == 2;
+	int err;
+
+	if (in_group(d, X86_GRP_RET)) {
+		struct x86flow_event e = { .type = X86FLOW_RETURN, .pc = at };
+
+		return p->on_event(&e, p->ctx);
+	}
+	if (in_group(d, X86_GRP_CALL)) {
+		uint64_t to = 0;
+
+		if (x86->op_count >= 1 && dst->type == X86_OP_IMM)
+			to = (uint64_t)dst->imm;
+		return emit_call(p, at, to);
+	}
+	if (insn->id == X86_INS_MOV && two && is_gpr64(dst)) {
+		struct x86flow_value v = { X86FLOW_UNKNOWN, 0 };
+
+		if (is_mem_based(src, X86_REG_RIP) && src->size == 8) {
+			v = (struct x86flow_value){ X86FLOW_LOAD, rip_target(insn, src) };
+		} else if (is_mem_based(src, X86_REG_RSP) && src->size == 8) {
+			const struct slot *sl = slot__find(s, src->mem.disp);
+
+			if (sl)
+				v = sl->value;
+		} else if (is_gpr64(src)) {
+			v = s->regs[gpr_index(src->reg)];
+		} else if (src->type == X86_OP_IMM) {
+			v = (struct x86flow_value){ X86FLOW_IMMEDIATE, (uint64_t)src->imm };
+		}
+		s->regs[gpr_index(dst->reg)] = v;
+		return 0;
+	}
+	/* mov r32, imm32 zero-extends: `mov ebx, 0x5` sets a string's length. */
+	if (insn->id == X86_INS_MOV && two && dst->type == X86_OP_REG && dst->size == 4 &&
+	    src->type == X86_OP_IMM && gpr_index(dst->reg) >= 0) {
+		s->regs[gpr_index(dst->reg)] =
+		    (struct x86flow_value){ X86FLOW_IMMEDIATE, (uint32_t)src->imm };
+		return 0;
+	}
+	if (insn->id == X86_INS_LEA && two && is_gpr64(dst) && is_mem_based(src, X86_REG_RIP)) {
+		s->regs[gpr_index(dst->reg)] =
+		    (struct x86flow_value){ X86FLOW_ADDRESS, rip_target(insn, src) };
+		return 0;
+	}
+	if (insn->id == X86_INS_MOV && two && is_mem_based(dst, X86_REG_RSP) && dst->size == 8 &&
+	    (is_gpr64(src) || src->type == X86_OP_IMM)) {
+		struct x86flow_value v =
+		    is_gpr64(src) ? s->regs[gpr_index(src->reg)]
+				  : (struct x86flow_value){ X86FLOW_IMMEDIATE, (uint64_t)src->imm };
+
+		return emit_store(p, at, dst->mem.disp, v);
+	}
+
+	/* 16 bytes through an XMM register: a string header loaded whole, stored as two words. */
+	if (is_move16(insn) && two && xmm_index(dst) >= 0) {
+		s->xmms[xmm_index(dst)] =
+		    is_mem_based(src, X86_REG_RIP) && src->size == 16
+			? (struct x86flow_value){ X86FLOW_LOAD, rip_target(insn, src) }
+		    : xmm_index(src) >= 0 ? s->xmms[xmm_index(src)]
+					  : (struct x86flow_value){ X86FLOW_UNKNOWN, 0 };
+		return 0;
+	}
+	if (is_move16(insn) && two && is_mem_based(dst, X86_REG_RSP) && dst->size == 16 &&
+	    xmm_index(src) >= 0 && s->xmms[xmm_index(src)].kind == X86FLOW_LOAD) {
+		struct x86flow_value lo = s->xmms[xmm_index(src)], hi = lo;
+
+		hi.value += 8;
+		err = emit_store(p, at, dst->mem.disp, lo);
+		return err ? err : emit_store(p, at, dst->mem.disp + 8, hi);
+	}
+	return step_unmodelled(p, d, at);
 }
 
 int x86flow__scan(const uint8_t *code, size_t len, uint64_t vaddr, x86flow_event_fn on_event,
 		  void *ctx, struct x86flow_stats *stats)
 {
-	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-	ZydisDecodedInstruction insn;
 	struct x86flow_stats local;
-	ZydisDecoder decoder;
+	struct decoder d;
 	struct pass *p;
 	size_t pos = 0;
 	int err;
@@ -366,16 +491,18 @@ int x86flow__scan(const uint8_t *code, size_t len, uint64_t vaddr, x86flow_event
 		return -ENOMEM;
 	p->on_event = on_event;
 	p->ctx = ctx;
-	err = targets__collect(code, len, vaddr, p, stats);
+	err = decoder__open(&d);
+	if (err)
+		goto free_pass;
+	err = targets__collect(&d, code, len, vaddr, p, stats);
 	if (err)
 		goto cleanup;
 
-	ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	while (pos < len) {
 		uint64_t at = vaddr + pos;
+		bool ends_path;
 
-		if (!ZYAN_SUCCESS(
-			ZydisDecoderDecodeFull(&decoder, code + pos, len - pos, &insn, ops))) {
+		if (!decoder__next(&d, code, len, vaddr, pos)) {
 			stats->bad_insn = at;
 			err = -EILSEQ;
 			goto cleanup;
@@ -383,16 +510,18 @@ int x86flow__scan(const uint8_t *code, size_t len, uint64_t vaddr, x86flow_event
 		stats->n_insns++;
 		if (is_target(p, at))
 			state__forget(&p->state);
-		err = step(p, &insn, ops, at);
+		err = step(p, &d, at);
 		if (err)
 			goto cleanup;
 		/* After a jump or return, only a jump reaches the next instruction. */
-		if (insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
-		    insn.meta.category == ZYDIS_CATEGORY_RET)
+		ends_path = is_uncond_jump(d.insn) || in_group(&d, X86_GRP_RET);
+		if (ends_path)
 			state__forget(&p->state);
-		pos += insn.length;
+		pos += d.insn->size;
 	}
 cleanup:
+	decoder__close(&d);
+free_pass:
 	free(p->targets);
 	free(p);
 	return err;

@@ -1,5 +1,5 @@
 /* x86flow: where the 8-byte values a Go function stores on its stack and passes to calls come
- * from. One linear pass over the function's instructions (decoded with Zydis) follows values
+ * from. One linear pass over the function's instructions (decoded with Capstone) follows values
  * that are loaded from a RIP-relative address (`mov r64, [rip+X]`: one word of a package
  * variable), taken as a RIP-relative address (`lea r64, [rip+X]`: a constant's address) or set
  * as an immediate, through register copies (16-byte XMM moves too: a string header copied
