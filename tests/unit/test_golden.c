@@ -1,7 +1,8 @@
 /* The golden test: every recorded capture in tests/fixtures replayed the way the tracer takes in
  * its ring buffer — an actor per connection from the record's pid, comm, addresses and socket,
  * gaps found from the stream offsets (streams.c), one conn_decoder per connection, decoded
- * messages to the outputs and the correlator, the correlator ticked every 50 ms of capture time
+ * messages to the outputs and the correlator, etcd's fsyncs (`capture --fsync` records) to both
+ * as the tracer's on_fsync hands them, the correlator ticked every 50 ms of capture time
  * with the tracer's linger — and what every writer made of it compared byte for byte with the
  * committed expectations in tests/golden/FIXTURE/: the human timeline (timeline.txt), --summary
  * (summary.txt), --json (timeline.jsonl), --perfetto (trace.json), --report of one pod
@@ -62,6 +63,15 @@ static const struct golden_case {
 	const char *report_ns, *report_name;
 	int binds;
 } cases[] = {
+	/* The whole path, recorded on the test bed (k8s v1.33.13, etcd v3.6.16) with `bindtrace
+	 * capture --json --fsync` of kube-scheduler, kube-apiserver, etcd and a `kubectl get pods
+	 * -w`: full-1, full-2 and full-3 bound, each with its Txn, WAL fsync, etcd watch event and
+	 * the MODIFIED read by both watchers (the scheduler's informer and kubectl); full-unsched
+	 * fits no node; a second Binding of full-1 POSTed by an untraced kubectl gets a 409 (the
+	 * apiserver's side alone). Kept: the nine connections that carry them, whole, and etcd's
+	 * fsyncs; "client" added from the listening ports. The report: full-1, whose bind the 409
+	 * does not replace. */
+	{ "bind_full", "default", "full-1", 5 },
 	/* The scheduler's side over HTTP/2: three 201s and a Binding reset before its answer. */
 	{ "bind_h2", "default", "web-0", 4 },
 	/* The same, caught 1500 bytes into each direction: the tracer takes the missing start of
@@ -225,8 +235,9 @@ struct replay {
 	struct streams streams; /* per (pid, conn, dir): gap tracking, as trace.c keeps it */
 	struct streams conns;	/* per (pid, conn): the connection's state */
 	FILE *timeline, *json, *messages_out;
+	json_t *recs; /* the fixture's records */
 	int64_t wall_offset_ns;
-	uint64_t records, data_bytes, messages, calls;
+	uint64_t records, data_bytes, messages, calls, fsyncs;
 	uint64_t gap_bytes_recorded, gap_bytes_found, bytes_before_first;
 	int n_conns, binds;
 };
@@ -431,6 +442,43 @@ static void replay__data(struct replay *r, json_t *rec)
 	free(e);
 }
 
+/* An fsync or fdatasync of a traced etcd, as `capture --json --fsync` records it: trace.c's
+ * on_fsync from here (the tracer asks only etcd for its fsyncs; the file is the one the capture
+ * read from /proc/PID/fd, as the tracer does). */
+static void replay__fsync(struct replay *r, json_t *rec)
+{
+	struct fsync_event e = {};
+	struct actor who = { .role = ROLE_ETCD };
+	const char *path = str_of(rec, "file");
+	bool wal = strstr(path, "/member/wal/") != NULL;
+	size_t i;
+	json_t *other;
+
+	who.pid = (pid_t)u64_of(rec, "pid");
+	/* A capture names a process's comm on its data events only. */
+	json_array_foreach(r->recs, i, other)
+	{
+		if (json_object_get(other, "comm") && (pid_t)u64_of(other, "pid") == who.pid) {
+			util__copy(who.comm, sizeof(who.comm), str_of(other, "comm"));
+			break;
+		}
+	}
+	if (role_of(who.comm) != ROLE_ETCD)
+		return;
+	e.hdr.type = EVENT_FSYNC;
+	e.hdr.pid = (__u32)who.pid;
+	e.hdr.tid = (__u32)u64_of(rec, "tid");
+	e.hdr.ts_ns = u64_of(rec, "ts_ns");
+	util__copy(e.hdr.comm, sizeof(e.hdr.comm), who.comm);
+	e.start_ns = u64_of(rec, "start_ns");
+	e.ret = (__s64)json_integer_value(json_object_get(rec, "ret"));
+	e.fd = (__s32)u64_of(rec, "fd");
+	e.datasync = !strcmp(str_of(rec, "event"), "fdatasync");
+	r->fsyncs++;
+	trace_outputs__fsync(r->outputs, &who, &e, path);
+	correlator__fsync(r->corr, &who, e.start_ns, e.hdr.ts_ns, wal, e.ret);
+}
+
 static json_t *fixture__load(const char *path)
 {
 	json_t *recs = json_array();
@@ -504,6 +552,8 @@ static int write_replay_counts(const struct replay *r, const char *path)
 	fprintf(f, "wall offset ns %" PRId64 "\n", r->wall_offset_ns);
 	fprintf(f, "messages decoded %" PRIu64 "\n", r->messages);
 	fprintf(f, "bind calls cited %" PRIu64 "\n", r->calls);
+	if (r->fsyncs)
+		fprintf(f, "etcd fsyncs %" PRIu64 "\n", r->fsyncs);
 	fprintf(f, "binds %" PRIu64 " (complete %" PRIu64 ", unschedulable %" PRIu64 ")\n",
 		st.binds, st.complete, st.unschedulable);
 	return fclose(f) ? -errno : 0;
@@ -575,6 +625,7 @@ static int replay__run(const struct golden_case *gc, const char *out)
 	if (!r.outputs || !r.corr || !r.summary || !r.timeline || !r.json || !r.messages_out ||
 	    !r.streams.slots || !r.conns.slots)
 		goto cleanup;
+	r.recs = recs;
 	register_identities(&r, recs);
 
 	json_array_foreach(recs, i, rec)
@@ -594,6 +645,8 @@ static int replay__run(const struct golden_case *gc, const char *out)
 			r.gap_bytes_recorded += u64_of(rec, "gap");
 		else if (json_is_string(json_object_get(rec, "data")))
 			replay__data(&r, rec);
+		else if (json_is_string(json_object_get(rec, "event")))
+			replay__fsync(&r, rec);
 	}
 	/* The tracer's exit: the rest of the binds flushed. */
 	correlator__tick(r.corr, last_ts + TICK_NS, true);
