@@ -1,6 +1,5 @@
 /* bindtrace's metric families over the registry (metrics.c). The legs and their durations come
- * from timeline.h's leg__duration() for now, in bind_metrics__bind() only: when the bind view
- * owns the legs, that function is the one place to change. */
+ * from the bind view (bindview.h), in bind_metrics__bind() only. */
 #include "bind_metrics.h"
 
 #include <errno.h>
@@ -9,7 +8,7 @@
 #include <string.h>
 
 #include "metrics.h"
-#include "timeline.h"
+#include "bindview.h"
 #include "version.h"
 
 /* 50 us to 10 s: finer than kube-apiserver's request buckets, which start at 50 ms; a bind on
@@ -213,7 +212,7 @@ void bind_metrics__bind(struct bind_metrics *bm, const struct bind_timeline *t)
 	if (!bm)
 		return;
 	metric__add(bm->binds, (const char *[]){ bind_result__name(t->result) }, 1);
-	/* The legs as timeline.h defines them (the bind view will): watch legs per watcher. */
+	/* The legs as the bind view defines them: watch legs per watcher. */
 	for (l = 0; l < LEG_MAX && t->result != BIND_RESULT_UNSCHEDULABLE; l++) {
 		const char *name = leg__name((enum leg_id)l);
 

@@ -1519,8 +1519,9 @@ static int write_lines(int dir_fd, const char *name, struct lines *l, json_t *he
 	return close_checked(f);
 }
 
-int evidence__bind(struct evidence *ev, const struct bind_timeline *t)
+int evidence__bind(struct evidence *ev, const struct bind_view *view)
 {
+	const struct bind_timeline *t = view->t;
 	struct stage_ref refs[STAGE_MAX + 2 * BIND_MAX_WATCHERS];
 	struct lines msgs = {}, kernel = {};
 	char ns[BIND_NS_MAX], name[BIND_NAME_MAX], sub[BIND_NS_MAX + BIND_NAME_MAX + 48];
@@ -1559,7 +1560,7 @@ int evidence__bind(struct evidence *ev, const struct bind_timeline *t)
 		what = "write bind.json";
 		goto report;
 	}
-	timeline__print_json(f, t, ev->wall_offset_ns);
+	timeline__print_json(f, view);
 	if (close_checked(f)) {
 		err = -EIO;
 		what = "write bind.json";

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "correlate.h"
+#include "bindview.h"
 #include "decode.h"
 #include "events.h"
 
@@ -76,7 +76,7 @@ void evidence__message(struct evidence *ev, const struct actor *who, const struc
 void evidence__fsync(struct evidence *ev, const struct actor *who, const struct fsync_event *e,
 		     const char *path);
 /* Write DIR/NNNN-ns-name/. 0, or -errno after a message on stderr. */
-int evidence__bind(struct evidence *ev, const struct bind_timeline *t);
+int evidence__bind(struct evidence *ev, const struct bind_view *view);
 void evidence__close(struct evidence *ev);
 
 /* The decoded message as one JSON object (redacted values only, as decoded). */

@@ -16,7 +16,6 @@
 
 #include "evidence.h"
 #include "perfetto.h"
-#include "report.h"
 
 #define PF_MAX_LANES 256
 #define PF_FIRST_TID 10000000u /* above pid_max (4194304) */
@@ -320,32 +319,17 @@ static void pf_flow(struct perfetto *p, const struct bind_timeline *t, const str
 	pf_emit(p, ev, b->start_ns + (b->end_ns - b->start_ns) / 2, -1);
 }
 
-/* Does leg b follow leg a: b starts at the stage where a ends (the total starts the path; the
- * WAL fsync is within the commit)? */
-static bool pf_follows(const struct bind_leg *a, const struct bind_leg *b)
+void perfetto__bind(struct perfetto *p, const struct bind_view *view)
 {
-	if (a == b || b->leg == LEG_TOTAL)
-		return false;
-	if (a->leg == LEG_TOTAL)
-		return b->from == a->from && b->leg != LEG_WAL_FSYNC;
-	if (a->leg == LEG_ETCD_COMMIT && b->leg == LEG_WAL_FSYNC)
-		return true;
-	if (a->leg == LEG_WAL_FSYNC)
-		return false;
-	return b->from == a->to && b->leg != LEG_WAL_FSYNC;
-}
-
-void perfetto__bind(struct perfetto *p, const struct bind_timeline *t)
-{
-	struct bind_leg legs[BIND_MAX_LEGS];
+	const struct bind_timeline *t = view->t;
+	const struct bind_leg *legs = view->legs;
 	struct pf_slice slices[BIND_MAX_LEGS];
 	const struct stage *first = NULL;
 	struct pf_proc *pp;
 	json_t *args, *missing, *ev;
 	char name[BIND_NS_MAX + BIND_NAME_MAX + 64];
-	int n, n_slices = 0, i, j, s, w;
+	int n = view->n_legs, n_slices = 0, i, j, s, w;
 
-	n = bind_legs__list(t, legs);
 	for (i = 0; i < n; i++) {
 		const struct bind_leg *l = &legs[i];
 		const struct actor *own = bind_leg__owner(l);
@@ -389,7 +373,7 @@ void perfetto__bind(struct perfetto *p, const struct bind_timeline *t)
 	}
 	for (i = 0; i < n_slices; i++)
 		for (j = 0; j < n_slices; j++)
-			if (pf_follows(slices[i].leg, slices[j].leg))
+			if (bind_leg__follows(slices[i].leg, slices[j].leg))
 				pf_flow(p, t, &slices[i], &slices[j]);
 
 	for (s = 0; s < STAGE_MAX; s++) {

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "correlate.h"
+#include "bindview.h"
 
 struct perfetto;
 
@@ -23,7 +23,8 @@ struct perfetto *perfetto__open(const char *path, int64_t wall_offset_ns);
 /* Name a process track ("kube-scheduler (pid 812)"); processes first met in a bind are named
  * from the stage's comm. sort_index orders the tracks (scheduler, apiserver, etcd, watchers). */
 void perfetto__process(struct perfetto *p, pid_t pid, const char *name, int sort_index);
-void perfetto__bind(struct perfetto *p, const struct bind_timeline *t);
+/* The legs of a bind as slices, its stages as instants. */
+void perfetto__bind(struct perfetto *p, const struct bind_view *view);
 /* Terminate the JSON and close. 0, or -errno after a message (a write failed at any point). */
 int perfetto__close(struct perfetto *p);
 

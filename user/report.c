@@ -14,103 +14,7 @@
 #include "report.h"
 #include "util.h"
 
-/* ---- The legs of a bind ---- */
-
-static const struct {
-	enum leg_id leg;
-	enum stage_id from, to;
-} path_legs[] = {
-	{ LEG_TOTAL, STAGE_BIND_REQUEST, STAGE_BIND_RESPONSE_RECEIVED },
-	{ LEG_SCHEDULER_TO_APISERVER, STAGE_BIND_REQUEST, STAGE_APISERVER_RECEIVED },
-	{ LEG_APISERVER_TO_ETCD_TXN, STAGE_APISERVER_RECEIVED, STAGE_ETCD_TXN_SENT },
-	{ LEG_TXN_TO_ETCD, STAGE_ETCD_TXN_SENT, STAGE_ETCD_TXN_RECEIVED },
-	{ LEG_ETCD_COMMIT, STAGE_ETCD_TXN_RECEIVED, STAGE_ETCD_TXN_RESPONSE },
-	{ LEG_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC },
-	{ LEG_ETCD_TO_WATCH, STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WATCH_EVENT },
-	{ LEG_APISERVER_RESPOND, STAGE_ETCD_TXN_RESPONSE, STAGE_BIND_RESPONSE },
-	{ LEG_APISERVER_TO_SCHEDULER, STAGE_BIND_RESPONSE, STAGE_BIND_RESPONSE_RECEIVED },
-};
-
-static void leg_times(struct bind_leg *l)
-{
-	l->seen = l->from->seen && l->to->seen;
-	if (!l->seen)
-		return;
-	if (l->leg == LEG_WAL_FSYNC) {
-		l->start_ns = l->from->first_ns;
-		l->end_ns = l->from->last_ns;
-	} else if (l->leg == LEG_ETCD_TO_WATCH) { /* from the end of the fsync */
-		l->start_ns = l->from->last_ns;
-		l->end_ns = l->to->mono_ns;
-	} else {
-		l->start_ns = l->from->mono_ns;
-		l->end_ns = l->to->mono_ns;
-	}
-}
-
-int bind_legs__list(const struct bind_timeline *t, struct bind_leg *out)
-{
-	size_t i;
-	int n = 0, w;
-
-	if (t->result == BIND_RESULT_UNSCHEDULABLE)
-		return 0;
-	for (i = 0; i < sizeof(path_legs) / sizeof(path_legs[0]); i++) {
-		struct bind_leg *l = &out[n++];
-
-		l->leg = path_legs[i].leg;
-		l->watcher = -1;
-		l->from = &t->stages[path_legs[i].from];
-		l->to = &t->stages[path_legs[i].to];
-		l->from_name = stage__name(path_legs[i].from);
-		l->to_name = stage__name(path_legs[i].to);
-		leg_times(l);
-	}
-	for (w = 0; w < t->n_watchers && w < BIND_MAX_WATCHERS; w++) {
-		struct bind_leg *l = &out[n++];
-
-		l->leg = LEG_WATCH_FANOUT;
-		l->watcher = w;
-		l->from = &t->stages[STAGE_ETCD_WATCH_EVENT];
-		l->to = &t->watchers[w].sent;
-		l->from_name = stage__name(STAGE_ETCD_WATCH_EVENT);
-		l->to_name = "watch_event_sent";
-		leg_times(l);
-		l = &out[n++];
-		l->leg = LEG_WATCH_DELIVERY;
-		l->watcher = w;
-		l->from = &t->watchers[w].sent;
-		l->to = &t->watchers[w].received;
-		l->from_name = "watch_event_sent";
-		l->to_name = "watch_event_received";
-		leg_times(l);
-	}
-	return n;
-}
-
-const struct actor *bind_leg__owner(const struct bind_leg *l)
-{
-	return l->leg == LEG_TOTAL ? &l->from->who : &l->to->who;
-}
-
 /* ---- Shared bits ---- */
-
-/* Offsets are measured from bind_request, else from the earliest stage seen. */
-static uint64_t bind_origin(const struct bind_timeline *t)
-{
-	uint64_t o = UINT64_MAX;
-	int s, w;
-
-	if (t->stages[STAGE_BIND_REQUEST].seen)
-		return t->stages[STAGE_BIND_REQUEST].mono_ns;
-	for (s = 0; s < STAGE_MAX; s++)
-		if (t->stages[s].seen && t->stages[s].mono_ns < o)
-			o = t->stages[s].mono_ns;
-	for (w = 0; w < t->n_watchers; w++)
-		if (t->watchers[w].sent.seen && t->watchers[w].sent.mono_ns < o)
-			o = t->watchers[w].sent.mono_ns;
-	return o == UINT64_MAX ? t->opened_ns : o;
-}
 
 static double ms_between(uint64_t from, uint64_t to)
 {
@@ -133,59 +37,16 @@ static const char *role_color(enum process_role role)
 	}
 }
 
-/* "kube-apiserver", or the comm of a process without a known role. */
-static const char *actor_name(const struct actor *a)
-{
-	if (a->role == ROLE_SCHEDULER || a->role == ROLE_APISERVER || a->role == ROLE_ETCD)
-		return process_role__name(a->role);
-	return a->comm[0] ? a->comm : "?";
-}
-
-/* Which processes each leg is between, by design: names the legs even when a stage is missing. */
-static const struct {
-	enum process_role from, to;
-} leg_roles[LEG_MAX] = {
-	[LEG_SCHEDULER_TO_APISERVER] = { ROLE_SCHEDULER, ROLE_APISERVER },
-	[LEG_APISERVER_TO_ETCD_TXN] = { ROLE_APISERVER, ROLE_APISERVER },
-	[LEG_TXN_TO_ETCD] = { ROLE_APISERVER, ROLE_ETCD },
-	[LEG_ETCD_COMMIT] = { ROLE_ETCD, ROLE_ETCD },
-	[LEG_WAL_FSYNC] = { ROLE_ETCD, ROLE_ETCD },
-	[LEG_ETCD_TO_WATCH] = { ROLE_ETCD, ROLE_APISERVER },
-	[LEG_APISERVER_RESPOND] = { ROLE_ETCD, ROLE_APISERVER },
-	[LEG_APISERVER_TO_SCHEDULER] = { ROLE_APISERVER, ROLE_SCHEDULER },
-	[LEG_TOTAL] = { ROLE_SCHEDULER, ROLE_SCHEDULER },
-	[LEG_WATCH_FANOUT] = { ROLE_APISERVER, ROLE_APISERVER },
-	[LEG_WATCH_DELIVERY] = { ROLE_APISERVER, ROLE_WATCHER },
-};
-
 /* "kube-scheduler → kube-apiserver", or "kube-apiserver" for a leg within one process. */
 static void leg_between(char *out, size_t cap, enum leg_id leg, bool arrow_only)
 {
-	const char *a = process_role__name(leg_roles[leg].from);
-	const char *b = process_role__name(leg_roles[leg].to);
+	const char *a = process_role__name(leg__from_role(leg));
+	const char *b = process_role__name(leg__to_role(leg));
 
-	if (leg_roles[leg].from == leg_roles[leg].to)
+	if (leg__from_role(leg) == leg__to_role(leg))
 		snprintf(out, cap, "%s%s", arrow_only ? "in " : "", a);
 	else
 		snprintf(out, cap, "%s \xe2\x86\x92 %s", a, b);
-}
-
-/* A watcher's short name: its user agent's program ("kubectl"), else the traced process that
- * read the event, else the process at the other end of its connection, else "watcher". */
-static void watcher_name(char *out, size_t cap, const struct watcher *w)
-{
-	size_t n = strcspn(w->user_agent, "/ (");
-
-	if (n && n < cap) {
-		memcpy(out, w->user_agent, n);
-		out[n] = '\0';
-	} else if (w->received.seen) {
-		util__copy(out, cap, actor_name(&w->received.who));
-	} else if (w->sent.who.peer_comm[0]) {
-		util__copy(out, cap, w->sent.who.peer_comm);
-	} else {
-		util__copy(out, cap, "watcher");
-	}
 }
 
 static void fprint_xml(FILE *out, const char *s)
@@ -267,7 +128,7 @@ static void svg_label(const struct bind_timeline *t, const struct bind_leg *l, c
 	if (l->watcher >= 0) {
 		const struct watcher *w = &t->watchers[l->watcher];
 
-		watcher_name(who, sizeof(who), w);
+		watcher__name(who, sizeof(who), w);
 		snprintf(sub, cap, "%s %s",
 			 l->leg == LEG_WATCH_FANOUT ? "apiserver \xe2\x86\x92" : "\xe2\x86\x92",
 			 who);
@@ -281,16 +142,16 @@ static void svg_label(const struct bind_timeline *t, const struct bind_leg *l, c
 	}
 }
 
-int report__write_svg(FILE *out, const struct bind_timeline *t)
+int report__write_svg(FILE *out, const struct bind_view *view)
 {
-	struct bind_leg legs[BIND_MAX_LEGS];
-	uint64_t t0 = bind_origin(t);
+	const struct bind_timeline *t = view->t;
+	const struct bind_leg *legs = view->legs;
+	uint64_t t0 = view->origin_ns;
 	double lo = 0, hi = 0, span, step, v, scale, text_w;
 	char title[768], sub[256], num[32], note[96];
 	bool used_roles[ROLE_WATCHER + 1] = {}, transit = false;
-	int n, rows, height, decimals, i, r;
+	int n = view->n_legs, rows, height, decimals, i, r;
 
-	n = bind_legs__list(t, legs);
 	for (i = 0; i < n; i++) {
 		if (!legs[i].seen)
 			continue;
@@ -423,14 +284,11 @@ int report__write_svg(FILE *out, const struct bind_timeline *t)
 		fprint_xml(out, sub);
 		fputs("</text>\n", out);
 		if (!l->seen) {
-			const struct stage *gone = !l->from->seen ? l->from : l->to;
-
 			fprintf(out,
 				"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#b03030\" "
 				"font-style=\"italic\">missing %s: ",
-				SVG_PLOT_X0 + 4, y + 19,
-				!l->from->seen ? l->from_name : l->to_name);
-			fprint_xml(out, gone->missing[0] ? gone->missing : "not observed");
+				SVG_PLOT_X0 + 4, y + 19, bind_leg__missing_end_name(l));
+			fprint_xml(out, stage__missing_reason(bind_leg__missing_end(l)));
 			fputs("</text>\n", out);
 			continue;
 		}
@@ -595,7 +453,7 @@ static void md_stage_detail(FILE *out, const struct bind_timeline *t, int s)
 
 static void md_who(FILE *out, const struct actor *a)
 {
-	fprint_md(out, actor_name(a));
+	fprint_md(out, actor__name(a));
 	fprintf(out, " (pid %d)", a->pid);
 }
 
@@ -678,7 +536,7 @@ static void md_leg_heading(FILE *out, const struct bind_timeline *t, const struc
 
 	fputs("**", out);
 	if (l->watcher >= 0) {
-		watcher_name(buf, sizeof(buf), &t->watchers[l->watcher]);
+		watcher__name(buf, sizeof(buf), &t->watchers[l->watcher]);
 		fputs(l->leg == LEG_WATCH_FANOUT ? "kube-apiserver**, for watcher **"
 						 : "kube-apiserver → ",
 		      out);
@@ -690,16 +548,15 @@ static void md_leg_heading(FILE *out, const struct bind_timeline *t, const struc
 	fputs("**, ", out);
 }
 
-int report__write_markdown(FILE *out, const struct bind_timeline *t, const char *svg_href,
-			   const struct process_identity *procs, int n_procs,
-			   int64_t wall_offset_ns)
+int report__write_markdown(FILE *out, const struct bind_view *view, const char *svg_href,
+			   const struct process_identity *procs, int n_procs)
 {
-	struct bind_leg legs[BIND_MAX_LEGS];
+	const struct bind_timeline *t = view->t;
+	const struct bind_leg *legs = view->legs;
 	const struct citation *ci = &t->citation;
-	uint64_t t0 = bind_origin(t);
-	int n, i, s, w, step = 0, missing = 0;
+	uint64_t t0 = view->origin_ns;
+	int n = view->n_legs, i, s, w, step = 0, missing = 0;
 
-	n = bind_legs__list(t, legs);
 	fputs("# Pod bind: ", out);
 	fprint_md(out, t->namespace_);
 	fputc('/', out);
@@ -744,7 +601,7 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 		fprintf(out, "| Total | **%.3f ms** (bind_request → bind_response_received) |\n",
 			ms_between(legs[0].start_ns, legs[0].end_ns));
 	fputs("| Began | ", out);
-	md_wall(out, t0, wall_offset_ns);
+	md_wall(out, t0, view->wall_offset_ns);
 	fprintf(out, " (%s) |\n",
 		t->stages[STAGE_BIND_REQUEST].seen ? "bind_request" : "earliest stage seen");
 	fprintf(out, "| Bind | #%" PRIu64 " of this bindtrace run |\n\n", t->seq);
@@ -795,11 +652,9 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 					ms_between(t0, l->start_ns), l->to_name,
 					ms_between(t0, l->end_ns));
 		} else {
-			const struct stage *gone = !l->from->seen ? l->from : l->to;
-
 			fprintf(out, ": not measured — `%s` is missing (",
-				!l->from->seen ? l->from_name : l->to_name);
-			fprint_md(out, gone->missing[0] ? gone->missing : "not observed");
+				bind_leg__missing_end_name(l));
+			fprint_md(out, stage__missing_reason(bind_leg__missing_end(l)));
 			fputs("); ", out);
 			md_arrows(out, leg__description(l->leg));
 		}
@@ -822,7 +677,7 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 		fprintf(out, "| `%s` | ", stage__name((enum stage_id)s));
 		if (!st->seen) {
 			fputs("— | — | missing: ", out);
-			fprint_md(out, st->missing[0] ? st->missing : "not observed");
+			fprint_md(out, stage__missing_reason(st));
 			fputs(" |\n", out);
 			continue;
 		}
@@ -836,7 +691,7 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 		const struct watcher *wa = &t->watchers[w];
 		char wn[96];
 
-		watcher_name(wn, sizeof(wn), wa);
+		watcher__name(wn, sizeof(wn), wa);
 		if (wa->sent.seen) {
 			fprintf(out, "| `watch_event_sent` | %+.3f | ",
 				ms_between(t0, wa->sent.mono_ns));
@@ -918,7 +773,7 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 			const struct watcher *wa = &t->watchers[w];
 			char wn[96];
 
-			watcher_name(wn, sizeof(wn), wa);
+			watcher__name(wn, sizeof(wn), wa);
 			fputs("| ", out);
 			fprint_md(out, wa->user_agent[0] ? wa->user_agent : wn);
 			fputs(" | ", out);
@@ -972,7 +827,7 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 		if (st->seen || (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST))
 			continue;
 		fprintf(out, "- `%s`: ", stage__name((enum stage_id)s));
-		fprint_md(out, st->missing[0] ? st->missing : "not observed");
+		fprint_md(out, stage__missing_reason(st));
 		fputc('\n', out);
 		missing++;
 	}
@@ -1049,7 +904,6 @@ int report__write_markdown(FILE *out, const struct bind_timeline *t, const char 
 struct report {
 	char *path, *svg_path, *svg_href;
 	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
-	int64_t wall_offset_ns;
 	struct process_identity *procs;
 	int n_procs;
 	bool written;
@@ -1075,8 +929,7 @@ static int probe_writable(const char *path)
 	return 0;
 }
 
-struct report *report__open(const char *path, const char *ns, const char *name,
-			    int64_t wall_offset_ns)
+struct report *report__open(const char *path, const char *ns, const char *name)
 {
 	struct report *r = calloc(1, sizeof(*r));
 	const char *base;
@@ -1095,7 +948,6 @@ struct report *report__open(const char *path, const char *ns, const char *name,
 		goto fail;
 	util__copy(r->ns, sizeof(r->ns), ns);
 	util__copy(r->name, sizeof(r->name), name);
-	r->wall_offset_ns = wall_offset_ns;
 	err = probe_writable(r->path);
 	if (err) {
 		fprintf(stderr, "bindtrace: --report %s: %s\n", path, strerror(-err));
@@ -1128,7 +980,7 @@ void report__process(struct report *r, const struct process_identity *id)
 }
 
 /* Write through path.tmp.PID and rename: readers see the old file or the whole new one. */
-static int write_atomically(struct report *r, const char *path, const struct bind_timeline *t,
+static int write_atomically(struct report *r, const char *path, const struct bind_view *view,
 			    bool svg)
 {
 	char *tmp = NULL;
@@ -1148,9 +1000,8 @@ static int write_atomically(struct report *r, const char *path, const struct bin
 		close(fd);
 		goto unlink_tmp;
 	}
-	err = svg ? report__write_svg(f, t)
-		  : report__write_markdown(f, t, r->svg_href, r->procs, r->n_procs,
-					   r->wall_offset_ns);
+	err = svg ? report__write_svg(f, view)
+		  : report__write_markdown(f, view, r->svg_href, r->procs, r->n_procs);
 	bad = ferror(f);
 	if (fclose(f) || bad)
 		err = err ? err : -EIO;
@@ -1169,8 +1020,9 @@ free_tmp:
 	return err;
 }
 
-int report__bind(struct report *r, const struct bind_timeline *t)
+int report__bind(struct report *r, const struct bind_view *view)
 {
+	const struct bind_timeline *t = view->t;
 	int err;
 
 	if (strcmp(t->namespace_, r->ns) || strcmp(t->name, r->name))
@@ -1178,13 +1030,13 @@ int report__bind(struct report *r, const struct bind_timeline *t)
 	/* A later failed attempt (a 409 after the bind, say) does not replace the bind. */
 	if (r->written && r->written_result == BIND_RESULT_BOUND && t->result != BIND_RESULT_BOUND)
 		return 0;
-	err = write_atomically(r, r->svg_path, t, true);
+	err = write_atomically(r, r->svg_path, view, true);
 	if (err) {
 		fprintf(stderr, "bindtrace: --report %s: cannot write %s: %s\n", r->path,
 			r->svg_path, strerror(-err));
 		return err;
 	}
-	err = write_atomically(r, r->path, t, false);
+	err = write_atomically(r, r->path, view, false);
 	if (err) {
 		fprintf(stderr, "bindtrace: --report %s: cannot write it: %s\n", r->path,
 			strerror(-err));

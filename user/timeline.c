@@ -1,4 +1,4 @@
-/* Presenting bind timelines: legs, the human block, the JSON object, the summary. */
+/* Presenting bind timelines: the human block, the JSON object, the summary. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -8,91 +8,6 @@
 #include <jansson.h>
 
 #include "timeline.h"
-
-struct leg_def {
-	const char *name;
-	const char *description;
-	int from, to; /* stage ids; -1 for the special legs */
-};
-
-static const struct leg_def legs[LEG_MAX] = {
-	[LEG_SCHEDULER_TO_APISERVER] = { "scheduler_to_apiserver",
-					 "scheduler writes the POST -> apiserver has read it",
-					 STAGE_BIND_REQUEST, STAGE_APISERVER_RECEIVED },
-	[LEG_APISERVER_TO_ETCD_TXN] = { "apiserver_handling", "apiserver read it -> Txn to etcd",
-					STAGE_APISERVER_RECEIVED, STAGE_ETCD_TXN_SENT },
-	[LEG_TXN_TO_ETCD] = { "apiserver_to_etcd", "Txn written -> etcd has read it",
-			      STAGE_ETCD_TXN_SENT, STAGE_ETCD_TXN_RECEIVED },
-	[LEG_ETCD_COMMIT] = { "etcd_commit", "etcd read the Txn -> etcd answers (raft, WAL fsync)",
-			      STAGE_ETCD_TXN_RECEIVED, STAGE_ETCD_TXN_RESPONSE },
-	[LEG_WAL_FSYNC] = { "wal_fsync", "the WAL fdatasync that made it durable", -1, -1 },
-	[LEG_ETCD_TO_WATCH] = { "etcd_watch",
-				"WAL fsync done -> etcd's watch event read by apiserver", -1,
-				STAGE_ETCD_WATCH_EVENT },
-	[LEG_APISERVER_RESPOND] = { "apiserver_respond", "etcd answers -> apiserver answers",
-				    STAGE_ETCD_TXN_RESPONSE, STAGE_BIND_RESPONSE },
-	[LEG_APISERVER_TO_SCHEDULER] = { "apiserver_to_scheduler",
-					 "apiserver answers -> scheduler has read it",
-					 STAGE_BIND_RESPONSE, STAGE_BIND_RESPONSE_RECEIVED },
-	[LEG_TOTAL] = { "total", "bind_request -> bind_response_received", STAGE_BIND_REQUEST,
-			STAGE_BIND_RESPONSE_RECEIVED },
-	[LEG_WATCH_FANOUT] = { "watch_fanout",
-			       "etcd watch event -> apiserver sends it to a watcher", -1, -1 },
-	[LEG_WATCH_DELIVERY] = { "watch_delivery", "apiserver sends the event -> watcher read it",
-				 -1, -1 },
-};
-
-const char *leg__name(enum leg_id leg)
-{
-	return leg < LEG_MAX ? legs[leg].name : "?";
-}
-
-const char *leg__description(enum leg_id leg)
-{
-	return leg < LEG_MAX ? legs[leg].description : "?";
-}
-
-bool leg__duration(const struct bind_timeline *t, enum leg_id leg, int w, int64_t *ns)
-{
-	const struct stage *a, *b;
-
-	switch (leg) {
-	case LEG_WAL_FSYNC:
-		a = &t->stages[STAGE_ETCD_WAL_FSYNC];
-		if (!a->seen)
-			return false;
-		*ns = (int64_t)(a->last_ns - a->first_ns);
-		return true;
-	case LEG_ETCD_TO_WATCH:
-		a = &t->stages[STAGE_ETCD_WAL_FSYNC];
-		b = &t->stages[STAGE_ETCD_WATCH_EVENT];
-		if (!a->seen || !b->seen)
-			return false;
-		*ns = (int64_t)b->mono_ns - (int64_t)a->last_ns;
-		return true;
-	case LEG_WATCH_FANOUT:
-		if (w < 0 || w >= t->n_watchers)
-			return false;
-		a = &t->stages[STAGE_ETCD_WATCH_EVENT];
-		b = &t->watchers[w].sent;
-		break;
-	case LEG_WATCH_DELIVERY:
-		if (w < 0 || w >= t->n_watchers)
-			return false;
-		a = &t->watchers[w].sent;
-		b = &t->watchers[w].received;
-		break;
-	default:
-		if (leg >= LEG_MAX)
-			return false;
-		a = &t->stages[legs[leg].from];
-		b = &t->stages[legs[leg].to];
-	}
-	if (!a->seen || !b->seen)
-		return false;
-	*ns = (int64_t)b->mono_ns - (int64_t)a->mono_ns;
-	return true;
-}
 
 /* The time all offsets are measured from: bind_request, else the earliest stage. */
 static uint64_t origin(const struct bind_timeline *t)
@@ -125,8 +40,10 @@ static void print_stage(FILE *out, const char *name, const struct stage *st, uin
 		name, st->who.comm, st->who.pid, extra ? extra : "");
 }
 
-void timeline__print(FILE *out, const struct bind_timeline *t, int64_t wall_offset_ns)
+void timeline__print(FILE *out, const struct bind_view *view)
 {
+	const struct bind_timeline *t = view->t;
+	int64_t wall_offset_ns = view->wall_offset_ns;
 	const struct citation *ci = &t->citation;
 	uint64_t t0 = origin(t);
 	char extra[1024], when[64];
@@ -207,8 +124,8 @@ void timeline__print(FILE *out, const struct bind_timeline *t, int64_t wall_offs
 		if (wa->sent.who.peer_pid)
 			snprintf(peer, sizeof(peer), "%s pid %d ", wa->sent.who.peer_comm,
 				 wa->sent.who.peer_pid);
-		snprintf(extra, sizeof(extra), "to %s%s (%s%s%.60s) nodeName \"%s\" -> \"%s\"", peer,
-			 wa->sent.who.raddr, wa->encoding, wa->user_agent[0] ? ", " : "",
+		snprintf(extra, sizeof(extra), "to %s%s (%s%s%.60s) nodeName \"%s\" -> \"%s\"",
+			 peer, wa->sent.who.raddr, wa->encoding, wa->user_agent[0] ? ", " : "",
 			 wa->user_agent, wa->before_known ? wa->node_before : "?", wa->node_after);
 		print_stage(out, "watch_event_sent", &wa->sent, t0, extra);
 		snprintf(extra, sizeof(extra), "from %s", wa->received.who.raddr);
@@ -221,7 +138,7 @@ void timeline__print(FILE *out, const struct bind_timeline *t, int64_t wall_offs
 		if (l == LEG_WATCH_FANOUT || l == LEG_WATCH_DELIVERY || l == LEG_TOTAL)
 			continue;
 		if (leg__duration(t, (enum leg_id)l, -1, &d))
-			fprintf(out, " %s %.3f", legs[l].name, ms(d));
+			fprintf(out, " %s %.3f", leg__name((enum leg_id)l), ms(d));
 	}
 	fprintf(out, " (ms)\n");
 	if (t->n_txns > 1)
@@ -258,8 +175,10 @@ static json_t *stage_json(const struct stage *st, int64_t wall_offset_ns)
 	return o;
 }
 
-void timeline__print_json(FILE *out, const struct bind_timeline *t, int64_t wall_offset_ns)
+void timeline__print_json(FILE *out, const struct bind_view *view)
 {
+	const struct bind_timeline *t = view->t;
+	int64_t wall_offset_ns = view->wall_offset_ns;
 	json_t *root = json_object(), *stages = json_object(), *legs_o = json_object();
 	json_t *watchers = json_array(), *txns = json_array(), *pod = json_object();
 	const struct citation *ci = &t->citation;
@@ -311,7 +230,7 @@ void timeline__print_json(FILE *out, const struct bind_timeline *t, int64_t wall
 	for (l = 0; l < LEG_MAX; l++) {
 		if (l == LEG_WATCH_FANOUT || l == LEG_WATCH_DELIVERY)
 			continue;
-		json_object_set_new(legs_o, legs[l].name,
+		json_object_set_new(legs_o, leg__name((enum leg_id)l),
 				    leg__duration(t, (enum leg_id)l, -1, &d) ? json_integer(d)
 									     : json_null());
 	}
@@ -415,8 +334,9 @@ static void series_add(struct series *s, int64_t v)
 	s->v[s->n++] = v;
 }
 
-void summary__add(struct summary *s, const struct bind_timeline *t)
+void summary__add(struct summary *s, const struct bind_view *view)
 {
+	const struct bind_timeline *t = view->t;
 	int64_t d;
 	int l, w, b;
 
@@ -482,8 +402,9 @@ void summary__print(FILE *out, const struct summary *s)
 
 		if (sr->n)
 			qsort(sr->v, sr->n, sizeof(*sr->v), cmp_i64);
-		fprintf(out, "%-24s %7zu %10.3f %10.3f %10.3f %10.3f\n", legs[l].name, sr->n,
-			pct(sr, 50), pct(sr, 90), pct(sr, 99), sr->n ? ms(sr->v[sr->n - 1]) : 0.0);
+		fprintf(out, "%-24s %7zu %10.3f %10.3f %10.3f %10.3f\n", leg__name((enum leg_id)l),
+			sr->n, pct(sr, 50), pct(sr, 90), pct(sr, 99),
+			sr->n ? ms(sr->v[sr->n - 1]) : 0.0);
 	}
 	for (b = 0; b < 64; b++) {
 		if (!s->hist[b])

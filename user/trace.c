@@ -1305,19 +1305,21 @@ static bool wanted(const struct trace_options *opt, const struct bind_timeline *
 static void on_bind(const struct bind_timeline *t, void *ctx)
 {
 	struct trace_state *st = ctx;
+	struct bind_view view;
 
 	if (!wanted(&st->opt, t))
 		return;
 	if (st->opt.count && st->binds_printed >= st->opt.count)
 		return;
 	st->binds_printed++;
-	summary__add(st->summary, t);
+	bind_view__init(&view, t, st->wall_offset_ns);
+	summary__add(st->summary, &view);
 	bind_metrics__bind(st->metrics, t);
 	if (!st->opt.summary_only && !st->opt.quiet) {
 		if (st->opt.json)
-			timeline__print_json(stdout, t, st->wall_offset_ns);
+			timeline__print_json(stdout, &view);
 		else
-			timeline__print(stdout, t, st->wall_offset_ns);
+			timeline__print(stdout, &view);
 		fflush(stdout);
 	}
 	trace_outputs__bind(st->outputs, t);

@@ -61,7 +61,7 @@ struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_
 			goto fail;
 	}
 	if (opt->report) {
-		o->report = report__open(opt->report, opt->pod_ns, opt->pod_name, wall_offset_ns);
+		o->report = report__open(opt->report, opt->pod_ns, opt->pod_name);
 		if (!o->report)
 			goto fail;
 	}
@@ -187,14 +187,18 @@ void trace_outputs__fsync(struct trace_outputs *o, const struct actor *who,
 
 void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 {
+	struct bind_view view;
+
 	if (!o)
 		return;
 	identities__register(o);
+	/* Read once, the same for every output. */
+	bind_view__init(&view, t, o->wall_offset_ns);
 	if (o->perfetto)
-		perfetto__bind(o->perfetto, t);
-	if (o->evidence && evidence__bind(o->evidence, t))
+		perfetto__bind(o->perfetto, &view);
+	if (o->evidence && evidence__bind(o->evidence, &view))
 		o->errors++;
-	if (o->report && report__bind(o->report, t))
+	if (o->report && report__bind(o->report, &view))
 		o->errors++;
 }
 

@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
-#include "correlate.h"
+#include "bindview.h"
 #include "decode.h"
 #include "events.h"
 
@@ -52,7 +52,8 @@ void trace_outputs__message(struct trace_outputs *o, const struct actor *who,
 			    const struct decoded_msg *msg);
 void trace_outputs__fsync(struct trace_outputs *o, const struct actor *who,
 			  const struct fsync_event *e, const char *path);
-/* A finished bind (already filtered by --pod/--namespace/--count). */
+/* A finished bind (already filtered by --pod/--namespace/--count): its bind view, made with the
+ * run's wall-clock offset, goes to each output. */
 void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t);
 /* SIGHUP: reopen the files written as the trace goes (after logrotate moved them): --perfetto
  * ends its file validly and starts a new one at the same path. 0, or -errno after a message. */

@@ -301,11 +301,13 @@ static void on_decoded(const struct decoded_msg *m, void *ctx)
 static void on_bind(const struct bind_timeline *t, void *ctx)
 {
 	struct replay *r = ctx;
+	struct bind_view view;
 
 	r->binds++;
-	summary__add(r->summary, t);
-	timeline__print(r->timeline, t, r->wall_offset_ns);
-	timeline__print_json(r->json, t, r->wall_offset_ns);
+	bind_view__init(&view, t, r->wall_offset_ns);
+	summary__add(r->summary, &view);
+	timeline__print(r->timeline, &view);
+	timeline__print_json(r->json, &view);
 	trace_outputs__bind(r->outputs, t);
 }
 

@@ -962,6 +962,15 @@ static void check_report(const char *md, const char *svg)
 	free(text);
 }
 
+/* The bind view of t (wall clock = CLOCK_MONOTONIC), valid until the next call. */
+static const struct bind_view *view_of(const struct bind_timeline *t)
+{
+	static struct bind_view view;
+
+	bind_view__init(&view, t, 0);
+	return &view;
+}
+
 /* Source links for the paths a -trimpath module build records. */
 static void check_links(void)
 {
@@ -976,7 +985,7 @@ static void check_links(void)
 		 "default_binder.go");
 	t->citation.frames[1].line = 58;
 	f = open_memstream(&text, &len);
-	CHECK_INT(report__write_markdown(f, t, NULL, NULL, 0, 0), 0);
+	CHECK_INT(report__write_markdown(f, view_of(t), NULL, NULL, 0), 0);
 	fclose(f);
 	CHECK(strstr(text, "(https://github.com/kubernetes/kubernetes/blob/v1.33.13/pkg/scheduler/"
 			   "framework/plugins/defaultbinder/default_binder.go#L58)") != NULL,
@@ -988,7 +997,7 @@ static void check_links(void)
 		 "k8s.io/client-go@v0.33.13/kubernetes/typed/core/v1/pod_expansion.go");
 	t->citation.frames[0].line = 49;
 	f = open_memstream(&text, &len);
-	report__write_markdown(f, t, NULL, NULL, 0, 0);
+	report__write_markdown(f, view_of(t), NULL, NULL, 0);
 	fclose(f);
 	CHECK(strstr(text,
 		     "(https://github.com/kubernetes/kubernetes/blob/v1.33.13/staging/src/"
@@ -999,7 +1008,7 @@ static void check_links(void)
 	snprintf(t->citation.frames[0].file, sizeof(t->citation.frames[0].file),
 		 "github.com/x/y@v1.0.0/z.go");
 	f = open_memstream(&text, &len);
-	report__write_markdown(f, t, NULL, NULL, 0, 0);
+	report__write_markdown(f, view_of(t), NULL, NULL, 0);
 	fclose(f);
 	CHECK(strstr(text, "[source at") == NULL, "no link outside kubernetes");
 	free(text);
@@ -1008,14 +1017,14 @@ static void check_links(void)
 	complete_bind(t);
 	t->stages[STAGE_ETCD_WATCH_EVENT].mono_ns = B + 1975 * US;
 	f = open_memstream(&text, &len);
-	report__write_markdown(f, t, NULL, NULL, 0, 0);
+	report__write_markdown(f, view_of(t), NULL, NULL, 0);
 	fclose(f);
 	CHECK(strstr(text, "**-0.125 ms** — WAL fsync done → etcd's watch event read by apiserver; "
 			   "negative: `etcd_watch_event` came first") != NULL,
 	      "negative leg explained");
 	free(text);
 	f = open_memstream(&text, &len);
-	report__write_svg(f, t);
+	report__write_svg(f, view_of(t));
 	fclose(f);
 	CHECK(strstr(text, "-0.125 ms (etcd_watch_event first)") != NULL, "negative bar labelled");
 	free(text);

@@ -1,0 +1,285 @@
+/* The bind view: the legs' one definition, the time origin, and the names the outputs share. */
+#include <string.h>
+
+#include "bindview.h"
+#include "util.h"
+
+/* Where on a stage a leg starts or ends: the stage's time (a sender's first byte, a receiver's
+ * last), or the first or last byte of what is behind it (the fsync's start and end). */
+enum stage_point {
+	AT_TIME,
+	AT_FIRST,
+	AT_LAST,
+};
+
+/* A leg's ends: a stage of the bind, or a stage of the watcher the leg is measured for. */
+#define AT_WATCH_EVENT_SENT STAGE_MAX
+#define AT_WATCH_EVENT_RECEIVED (STAGE_MAX + 1)
+
+struct leg_def {
+	const char *name;
+	const char *description;
+	int from, to; /* enum stage_id, or AT_WATCH_EVENT_* */
+	enum stage_point from_at, to_at;
+	enum process_role from_role, to_role;
+};
+
+static const struct leg_def legs[LEG_MAX] = {
+	[LEG_SCHEDULER_TO_APISERVER] = { "scheduler_to_apiserver",
+					 "scheduler writes the POST -> apiserver has read it",
+					 STAGE_BIND_REQUEST, STAGE_APISERVER_RECEIVED, AT_TIME,
+					 AT_TIME, ROLE_SCHEDULER, ROLE_APISERVER },
+	[LEG_APISERVER_TO_ETCD_TXN] = { "apiserver_handling", "apiserver read it -> Txn to etcd",
+					STAGE_APISERVER_RECEIVED, STAGE_ETCD_TXN_SENT, AT_TIME,
+					AT_TIME, ROLE_APISERVER, ROLE_APISERVER },
+	[LEG_TXN_TO_ETCD] = { "apiserver_to_etcd", "Txn written -> etcd has read it",
+			      STAGE_ETCD_TXN_SENT, STAGE_ETCD_TXN_RECEIVED, AT_TIME, AT_TIME,
+			      ROLE_APISERVER, ROLE_ETCD },
+	[LEG_ETCD_COMMIT] = { "etcd_commit", "etcd read the Txn -> etcd answers (raft, WAL fsync)",
+			      STAGE_ETCD_TXN_RECEIVED, STAGE_ETCD_TXN_RESPONSE, AT_TIME, AT_TIME,
+			      ROLE_ETCD, ROLE_ETCD },
+	[LEG_WAL_FSYNC] = { "wal_fsync", "the WAL fdatasync that made it durable",
+			    STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC, AT_FIRST, AT_LAST,
+			    ROLE_ETCD, ROLE_ETCD },
+	[LEG_ETCD_TO_WATCH] = { "etcd_watch",
+				"WAL fsync done -> etcd's watch event read by apiserver",
+				STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WATCH_EVENT, AT_LAST, AT_TIME,
+				ROLE_ETCD, ROLE_APISERVER },
+	[LEG_APISERVER_RESPOND] = { "apiserver_respond", "etcd answers -> apiserver answers",
+				    STAGE_ETCD_TXN_RESPONSE, STAGE_BIND_RESPONSE, AT_TIME, AT_TIME,
+				    ROLE_ETCD, ROLE_APISERVER },
+	[LEG_APISERVER_TO_SCHEDULER] = { "apiserver_to_scheduler",
+					 "apiserver answers -> scheduler has read it",
+					 STAGE_BIND_RESPONSE, STAGE_BIND_RESPONSE_RECEIVED, AT_TIME,
+					 AT_TIME, ROLE_APISERVER, ROLE_SCHEDULER },
+	[LEG_TOTAL] = { "total", "bind_request -> bind_response_received", STAGE_BIND_REQUEST,
+			STAGE_BIND_RESPONSE_RECEIVED, AT_TIME, AT_TIME, ROLE_SCHEDULER,
+			ROLE_SCHEDULER },
+	[LEG_WATCH_FANOUT] = { "watch_fanout",
+			       "etcd watch event -> apiserver sends it to a watcher",
+			       STAGE_ETCD_WATCH_EVENT, AT_WATCH_EVENT_SENT, AT_TIME, AT_TIME,
+			       ROLE_APISERVER, ROLE_APISERVER },
+	[LEG_WATCH_DELIVERY] = { "watch_delivery", "apiserver sends the event -> watcher read it",
+				 AT_WATCH_EVENT_SENT, AT_WATCH_EVENT_RECEIVED, AT_TIME, AT_TIME,
+				 ROLE_APISERVER, ROLE_WATCHER },
+};
+
+const char *leg__name(enum leg_id leg)
+{
+	return leg < LEG_MAX ? legs[leg].name : "?";
+}
+
+const char *leg__description(enum leg_id leg)
+{
+	return leg < LEG_MAX ? legs[leg].description : "?";
+}
+
+bool leg__per_watcher(enum leg_id leg)
+{
+	return leg == LEG_WATCH_FANOUT || leg == LEG_WATCH_DELIVERY;
+}
+
+enum process_role leg__from_role(enum leg_id leg)
+{
+	return leg < LEG_MAX ? legs[leg].from_role : ROLE_OTHER;
+}
+
+enum process_role leg__to_role(enum leg_id leg)
+{
+	return leg < LEG_MAX ? legs[leg].to_role : ROLE_OTHER;
+}
+
+static const struct stage *end_stage(const struct bind_timeline *t, int at, int watcher)
+{
+	if (at == AT_WATCH_EVENT_SENT)
+		return &t->watchers[watcher].sent;
+	if (at == AT_WATCH_EVENT_RECEIVED)
+		return &t->watchers[watcher].received;
+	return &t->stages[at];
+}
+
+static const char *end_name(int at)
+{
+	if (at == AT_WATCH_EVENT_SENT)
+		return "watch_event_sent";
+	if (at == AT_WATCH_EVENT_RECEIVED)
+		return "watch_event_received";
+	return stage__name((enum stage_id)at);
+}
+
+static uint64_t point_of(const struct stage *st, enum stage_point at)
+{
+	return at == AT_FIRST ? st->first_ns : at == AT_LAST ? st->last_ns : st->mono_ns;
+}
+
+/* Leg `leg` of t (for watcher w when per watcher) into l; false when there is no such leg. */
+static bool leg_fill(struct bind_leg *l, const struct bind_timeline *t, enum leg_id leg, int w)
+{
+	const struct leg_def *d;
+
+	if (leg >= LEG_MAX)
+		return false;
+	if (!leg__per_watcher(leg))
+		w = -1;
+	else if (w < 0 || w >= t->n_watchers || w >= BIND_MAX_WATCHERS)
+		return false;
+	d = &legs[leg];
+	memset(l, 0, sizeof(*l));
+	l->leg = leg;
+	l->watcher = w;
+	l->from = end_stage(t, d->from, w);
+	l->to = end_stage(t, d->to, w);
+	l->from_name = end_name(d->from);
+	l->to_name = end_name(d->to);
+	l->seen = l->from->seen && l->to->seen;
+	if (l->seen) {
+		l->start_ns = point_of(l->from, d->from_at);
+		l->end_ns = point_of(l->to, d->to_at);
+	}
+	return true;
+}
+
+bool leg__duration(const struct bind_timeline *t, enum leg_id leg, int watcher, int64_t *ns)
+{
+	struct bind_leg l;
+
+	if (!leg_fill(&l, t, leg, watcher) || !l.seen)
+		return false;
+	*ns = (int64_t)(l.end_ns - l.start_ns);
+	return true;
+}
+
+const struct stage *bind_leg__missing_end(const struct bind_leg *l)
+{
+	return !l->from->seen ? l->from : l->to;
+}
+
+const char *bind_leg__missing_end_name(const struct bind_leg *l)
+{
+	return !l->from->seen ? l->from_name : l->to_name;
+}
+
+const struct actor *bind_leg__owner(const struct bind_leg *l)
+{
+	return l->leg == LEG_TOTAL ? &l->from->who : &l->to->who;
+}
+
+bool bind_leg__follows(const struct bind_leg *a, const struct bind_leg *b)
+{
+	if (a == b || b->leg == LEG_TOTAL)
+		return false;
+	if (a->leg == LEG_TOTAL)
+		return b->from == a->from && b->leg != LEG_WAL_FSYNC;
+	if (a->leg == LEG_ETCD_COMMIT && b->leg == LEG_WAL_FSYNC)
+		return true;
+	if (a->leg == LEG_WAL_FSYNC)
+		return false;
+	return b->from == a->to && b->leg != LEG_WAL_FSYNC;
+}
+
+/* ---- The view ---- */
+
+/* The one rule: bind_request, else the earliest stage seen, a watcher's included. */
+static void view_origin(struct bind_view *v)
+{
+	const struct bind_timeline *t = v->t;
+	uint64_t o = UINT64_MAX;
+	int s, w;
+
+	v->origin_name = "";
+	if (t->stages[STAGE_BIND_REQUEST].seen) {
+		v->origin_ns = t->stages[STAGE_BIND_REQUEST].mono_ns;
+		v->origin_name = stage__name(STAGE_BIND_REQUEST);
+		return;
+	}
+	for (s = 0; s < STAGE_MAX; s++) {
+		if (t->stages[s].seen && t->stages[s].mono_ns < o) {
+			o = t->stages[s].mono_ns;
+			v->origin_name = stage__name((enum stage_id)s);
+		}
+	}
+	for (w = 0; w < t->n_watchers; w++) {
+		if (t->watchers[w].sent.seen && t->watchers[w].sent.mono_ns < o) {
+			o = t->watchers[w].sent.mono_ns;
+			v->origin_name = "watch_event_sent";
+		}
+	}
+	v->origin_ns = o == UINT64_MAX ? t->opened_ns : o;
+}
+
+void bind_view__init(struct bind_view *v, const struct bind_timeline *t, int64_t wall_offset_ns)
+{
+	int l, w;
+
+	memset(v, 0, sizeof(*v));
+	v->t = t;
+	v->wall_offset_ns = wall_offset_ns;
+	view_origin(v);
+	if (t->result == BIND_RESULT_UNSCHEDULABLE)
+		return;
+	/* The total first: it frames the path. */
+	leg_fill(&v->legs[v->n_legs++], t, LEG_TOTAL, -1);
+	for (l = 0; l < LEG_MAX; l++)
+		if (l != LEG_TOTAL && !leg__per_watcher((enum leg_id)l))
+			leg_fill(&v->legs[v->n_legs++], t, (enum leg_id)l, -1);
+	for (w = 0; w < t->n_watchers && w < BIND_MAX_WATCHERS; w++) {
+		leg_fill(&v->legs[v->n_legs++], t, LEG_WATCH_FANOUT, w);
+		leg_fill(&v->legs[v->n_legs++], t, LEG_WATCH_DELIVERY, w);
+	}
+}
+
+int64_t bind_view__offset_ns(const struct bind_view *v, uint64_t mono_ns)
+{
+	return (int64_t)(mono_ns - v->origin_ns);
+}
+
+double bind_view__offset_ms(const struct bind_view *v, uint64_t mono_ns)
+{
+	return ns__ms(bind_view__offset_ns(v, mono_ns));
+}
+
+const struct bind_leg *bind_view__leg(const struct bind_view *v, enum leg_id leg, int watcher)
+{
+	int i;
+
+	for (i = 0; i < v->n_legs; i++)
+		if (v->legs[i].leg == leg &&
+		    (!leg__per_watcher(leg) || v->legs[i].watcher == watcher))
+			return &v->legs[i];
+	return NULL;
+}
+
+bool bind_view__has_stage(const struct bind_view *v, enum stage_id s)
+{
+	return v->t->result != BIND_RESULT_UNSCHEDULABLE || s == STAGE_BIND_REQUEST;
+}
+
+/* ---- Names ---- */
+
+const char *stage__missing_reason(const struct stage *st)
+{
+	return st->missing[0] ? st->missing : "not observed";
+}
+
+const char *actor__name(const struct actor *a)
+{
+	if (a->role == ROLE_SCHEDULER || a->role == ROLE_APISERVER || a->role == ROLE_ETCD)
+		return process_role__name(a->role);
+	return a->comm[0] ? a->comm : "?";
+}
+
+void watcher__name(char *out, size_t cap, const struct watcher *w)
+{
+	size_t n = strcspn(w->user_agent, "/ (");
+
+	if (n && n < cap) {
+		memcpy(out, w->user_agent, n);
+		out[n] = '\0';
+	} else if (w->received.seen) {
+		util__copy(out, cap, actor__name(&w->received.who));
+	} else if (w->sent.who.peer_comm[0]) {
+		util__copy(out, cap, w->sent.who.peer_comm);
+	} else {
+		util__copy(out, cap, "watcher");
+	}
+}

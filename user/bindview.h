@@ -1,0 +1,113 @@
+/* The bind view: what every output reads of a finished bind, defined once. The correlator gives
+ * stages (who did what, when); the view adds the meaning the outputs share:
+ *
+ * - the legs: each written once, in bindview.c's table, as "from this point of one stage to
+ *   that point of another" (a stage's time, or its first or last byte: the WAL fsync's start
+ *   and end), with the processes it is between by design;
+ * - the bind's time origin, one rule for all: offsets are from bind_request when it was seen,
+ *   else from the earliest stage seen (a watcher's included), and the view says which;
+ * - names the outputs print alike: a process's, a watcher's, why a stage is missing.
+ *
+ * The human timeline, --summary, --json, --perfetto, --report, --evidence and the exporters all
+ * read a bind through this; none of them defines a leg, an origin or a time zone of its own. A
+ * view points into the bind_timeline it was made from and lives no longer than it. */
+#ifndef BINDTRACE_BINDVIEW_H
+#define BINDTRACE_BINDVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "correlate.h"
+
+/* In the order they are listed (JSON, summary, human line); the path legs follow the write. */
+enum leg_id {
+	LEG_SCHEDULER_TO_APISERVER,
+	LEG_APISERVER_TO_ETCD_TXN,
+	LEG_TXN_TO_ETCD,
+	LEG_ETCD_COMMIT,
+	LEG_WAL_FSYNC,
+	LEG_ETCD_TO_WATCH,
+	LEG_APISERVER_RESPOND,
+	LEG_APISERVER_TO_SCHEDULER,
+	LEG_TOTAL,
+	LEG_WATCH_FANOUT,   /* per watcher */
+	LEG_WATCH_DELIVERY, /* per watcher */
+	LEG_MAX,
+};
+
+const char *leg__name(enum leg_id leg);
+/* One line, "from -> to" in words ("->": writers may print an arrow). */
+const char *leg__description(enum leg_id leg);
+/* A leg measured once per watcher (fanout, delivery). */
+bool leg__per_watcher(enum leg_id leg);
+/* The processes a leg is between by design: names a leg even when a stage is missing. */
+enum process_role leg__from_role(enum leg_id leg);
+enum process_role leg__to_role(enum leg_id leg);
+/* Duration of a leg of t in ns (negative when its end came first); false when an end is
+ * missing, or the watcher index is out of range for a per-watcher leg (ignored otherwise). */
+bool leg__duration(const struct bind_timeline *t, enum leg_id leg, int watcher, int64_t *ns);
+
+/* One leg of one bind: between stage `from` and stage `to` (for wal_fsync both are the fsync
+ * stage). start_ns/end_ns are set when seen (both ends observed). */
+struct bind_leg {
+	enum leg_id leg;
+	int watcher; /* per-watcher legs; -1 otherwise */
+	const struct stage *from, *to;
+	const char *from_name, *to_name; /* stage names */
+	bool seen;
+	uint64_t start_ns, end_ns;
+};
+
+/* The stage at the end that was not observed (from before to), for a leg not seen. */
+const struct stage *bind_leg__missing_end(const struct bind_leg *l);
+const char *bind_leg__missing_end_name(const struct bind_leg *l);
+/* The process that did a leg's end (where a leg is drawn); the total's is the scheduler's. */
+const struct actor *bind_leg__owner(const struct bind_leg *l);
+/* Does leg b follow leg a on the bind's path: b starts at the stage where a ends (the total
+ * leads into the path; the WAL fsync sits inside the commit and leads nowhere)? */
+bool bind_leg__follows(const struct bind_leg *a, const struct bind_leg *b);
+
+/* The path legs (the total first) and two per watcher. */
+#define BIND_MAX_LEGS (LEG_MAX - 2 + 2 * BIND_MAX_WATCHERS)
+
+struct bind_view {
+	const struct bind_timeline *t;
+	int64_t wall_offset_ns; /* wall ns = CLOCK_MONOTONIC ns + this */
+	uint64_t origin_ns;	/* offsets are measured from here */
+	/* The stage the origin is at: "bind_request", else the earliest stage seen
+	 * ("watch_event_sent" for a watcher's), else "" (nothing seen: when the bind opened). */
+	const char *origin_name;
+	/* In reading order: the total, the path, then per watcher its fanout and delivery. An
+	 * unschedulable bind has none. */
+	struct bind_leg legs[BIND_MAX_LEGS];
+	int n_legs;
+};
+
+void bind_view__init(struct bind_view *v, const struct bind_timeline *t, int64_t wall_offset_ns);
+/* ns from the origin to a CLOCK_MONOTONIC time (negative before it). */
+int64_t bind_view__offset_ns(const struct bind_view *v, uint64_t mono_ns);
+/* The same in ms, as the outputs print offsets. */
+double bind_view__offset_ms(const struct bind_view *v, uint64_t mono_ns);
+/* The leg of the view, or NULL (watcher ignored for the bind's own legs). */
+const struct bind_leg *bind_view__leg(const struct bind_view *v, enum leg_id leg, int watcher);
+/* Whether stage s belongs to this bind's outcome: an unschedulable pod has only bind_request
+ * (the scheduler's status PATCH). */
+bool bind_view__has_stage(const struct bind_view *v, enum stage_id s);
+
+/* Why a stage was not observed, as the correlator said ("not observed" when it did not). */
+const char *stage__missing_reason(const struct stage *st);
+/* A process as the outputs name it: "kube-apiserver" for the three traced roles, else its
+ * comm, else "?". */
+const char *actor__name(const struct actor *a);
+/* A watcher's short name: its user agent's program ("kubectl"), else the traced process that
+ * read the event, else the process at the other end of its connection, else "watcher". */
+void watcher__name(char *out, size_t cap, const struct watcher *w);
+
+/* ns in milliseconds, as printed. */
+static inline double ns__ms(int64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+#endif
