@@ -16,6 +16,7 @@
 
 #include "evidence.h"
 #include "goelf.h"
+#include "output_file.h"
 #include "redact.h"
 #include "timeline.h"
 #include "util.h"
@@ -367,24 +368,6 @@ void process_identity__clear(struct process_identity *id)
 	json_decref(id->detail);
 	json_decref(id->go);
 	id->detail = id->go = NULL;
-}
-
-int output_file__create(const char *path, bool exclusive)
-{
-	int fd =
-	    open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC),
-		 0600);
-
-	if (fd < 0)
-		return -errno;
-	/* An existing file keeps its mode through O_TRUNC. */
-	if (fchmod(fd, 0600)) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
 }
 
 /* ---- The rings ---- */
@@ -1011,10 +994,9 @@ static const char readme[] =
 struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_t retention_ns)
 {
 	struct evidence *ev;
-	struct stat sb;
 	size_t i;
 	FILE *f;
-	int fd, err;
+	int err;
 
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
@@ -1031,38 +1013,23 @@ struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_
 		err = -ENOMEM;
 		goto fail;
 	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		err = -errno;
-		fprintf(stderr, "bindtrace: --evidence %s: cannot create the directory: %s\n", dir,
+	ev->dir_fd = output_dir__create(dir);
+	if (ev->dir_fd < 0) {
+		err = ev->dir_fd;
+		fprintf(stderr,
+			"bindtrace: --evidence %s: cannot create or open the directory: %s\n", dir,
 			strerror(-err));
-		goto fail;
-	}
-	ev->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (ev->dir_fd < 0 || fstat(ev->dir_fd, &sb)) {
-		err = -errno;
-		fprintf(stderr, "bindtrace: --evidence %s: %s\n", dir, strerror(-err));
 		goto fail;
 	}
 	/* The README is written now: an unwritable directory fails here, not at the first bind. */
-	fd = openat(ev->dir_fd, "README.md", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		    0600);
-	if (fd < 0 || fchmod(fd, 0600)) {
+	f = output_file__open_at(ev->dir_fd, "README.md", false);
+	if (f) {
+		fputs(readme, f);
+		err = output_file__close(f);
+	} else {
 		err = -errno;
-		if (fd >= 0)
-			close(fd);
-		fprintf(stderr, "bindtrace: --evidence %s: cannot write README.md: %s\n", dir,
-			strerror(-err));
-		goto fail;
 	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-		goto fail;
-	}
-	fputs(readme, f);
-	if (fclose(f)) {
-		err = -errno;
+	if (err) {
 		fprintf(stderr, "bindtrace: --evidence %s: cannot write README.md: %s\n", dir,
 			strerror(-err));
 		goto fail;
@@ -1476,32 +1443,9 @@ static void sanitize(char *out, size_t cap, const char *in)
 		util__copy(out, cap, "_");
 }
 
-static FILE *create_in(int dir_fd, const char *name)
-{
-	int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	FILE *f;
-
-	if (fd < 0)
-		return NULL;
-	f = fdopen(fd, "w");
-	if (!f)
-		close(fd);
-	return f;
-}
-
-/* fclose, saying whether everything written reached the file. 0 or -EIO. */
-static int close_checked(FILE *f)
-{
-	int bad = ferror(f);
-
-	if (fclose(f) || bad)
-		return -EIO;
-	return 0;
-}
-
 static int write_lines(int dir_fd, const char *name, struct lines *l, json_t *header)
 {
-	FILE *f = create_in(dir_fd, name);
+	FILE *f = output_file__open_at(dir_fd, name, true);
 	size_t i;
 
 	if (!f)
@@ -1516,7 +1460,7 @@ static int write_lines(int dir_fd, const char *name, struct lines *l, json_t *he
 		json_dumpf(l->v[i].j, f, JSON_COMPACT);
 		fputc('\n', f);
 	}
-	return close_checked(f);
+	return output_file__close(f);
 }
 
 int evidence__bind(struct evidence *ev, const struct bind_view *view)
@@ -1539,29 +1483,24 @@ int evidence__bind(struct evidence *ev, const struct bind_view *view)
 				 attempt);
 		else
 			snprintf(sub, sizeof(sub), "%04" PRIu64 "-%s-%s", t->seq, ns, name);
-		if (!mkdirat(ev->dir_fd, sub, 0700))
+		sub_fd = output_dir__create_at(ev->dir_fd, sub);
+		if (sub_fd >= 0)
 			break;
-		if (errno != EEXIST || attempt == 99) {
-			err = -errno;
+		if (sub_fd != -EEXIST || attempt == 99) {
+			err = sub_fd;
 			what = "create the bind's directory";
 			goto report;
 		}
 	}
-	sub_fd = openat(ev->dir_fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub_fd < 0) {
-		err = -errno;
-		what = "open the bind's directory";
-		goto report;
-	}
 
-	f = create_in(sub_fd, "bind.json");
+	f = output_file__open_at(sub_fd, "bind.json", true);
 	if (!f) {
 		err = -errno;
 		what = "write bind.json";
 		goto report;
 	}
 	timeline__print_json(f, view);
-	if (close_checked(f)) {
+	if (output_file__close(f)) {
 		err = -EIO;
 		what = "write bind.json";
 		goto report;
@@ -1586,7 +1525,7 @@ int evidence__bind(struct evidence *ev, const struct bind_view *view)
 	bins = json_array();
 	for (i = 0; i < ev->n_procs; i++)
 		json_array_append(bins, ev->procs[i].detail);
-	f = create_in(sub_fd, "binaries.json");
+	f = output_file__open_at(sub_fd, "binaries.json", true);
 	if (!f) {
 		err = -errno;
 		what = "write binaries.json";
@@ -1594,7 +1533,7 @@ int evidence__bind(struct evidence *ev, const struct bind_view *view)
 	}
 	json_dumpf(bins, f, JSON_INDENT(2));
 	fputc('\n', f);
-	if (close_checked(f)) {
+	if (output_file__close(f)) {
 		err = -EIO;
 		what = "write binaries.json";
 	}

@@ -61,10 +61,6 @@ void process_identity__clear(struct process_identity *id);
 /* SHA-256 of a file as 64 hex digits; 0 or -errno. Exposed for the tests. */
 int sha256__file(const char *path, char hex[65], uint64_t *size);
 
-/* Create an output file mode 0600 without following a symlink at path; an existing file is
- * truncated (exclusive: refused) and set to 0600. fd, or -errno. Shared by the outputs. */
-int output_file__create(const char *path, bool exclusive);
-
 struct evidence;
 
 /* Create dir (0700) if needed and write its README.md. NULL with errno after a one-line

@@ -10,11 +10,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
-#include "evidence.h"
+#include "output_file.h"
 #include "perfetto.h"
 
 #define PF_MAX_LANES 256
@@ -207,7 +206,7 @@ struct perfetto *perfetto__open(const char *path, int64_t wall_offset_ns)
 {
 	struct perfetto *p = calloc(1, sizeof(*p));
 	char offset[32];
-	int fd, err;
+	int err;
 
 	if (!p)
 		return NULL;
@@ -219,16 +218,10 @@ struct perfetto *perfetto__open(const char *path, int64_t wall_offset_ns)
 		err = -ENOMEM;
 		goto fail;
 	}
-	fd = output_file__create(path, false);
-	if (fd < 0) {
-		err = fd;
-		fprintf(stderr, "bindtrace: --perfetto %s: %s\n", path, strerror(-err));
-		goto fail;
-	}
-	p->f = fdopen(fd, "w");
+	p->f = output_file__open(path, false);
 	if (!p->f) {
 		err = -errno;
-		close(fd);
+		fprintf(stderr, "bindtrace: --perfetto %s: %s\n", path, strerror(-err));
 		goto fail;
 	}
 	snprintf(offset, sizeof(offset), "%" PRId64, wall_offset_ns);
@@ -425,15 +418,13 @@ void perfetto__bind(struct perfetto *p, const struct bind_view *view)
 
 int perfetto__close(struct perfetto *p)
 {
-	int err = 0, bad, i;
+	int err = 0, i;
 
 	if (!p)
 		return 0;
 	if (p->f) {
 		fputs("\n]}\n", p->f);
-		bad = ferror(p->f);
-		if (fclose(p->f) || bad)
-			err = -EIO;
+		err = output_file__close(p->f);
 		if (err)
 			fprintf(stderr, "bindtrace: --perfetto %s: write failed\n", p->path);
 	}

@@ -2,15 +2,13 @@
  * its legs drawn to scale. Both are written when the pod's bind finishes, each through a
  * temporary file renamed into place, so a reader never sees half a report. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "output_file.h"
 #include "report.h"
 #include "util.h"
 
@@ -910,25 +908,6 @@ struct report {
 	enum bind_result written_result;
 };
 
-/* Can path be written? Checked without truncating or leaving a new file behind. */
-static int probe_writable(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-	if (fd >= 0) {
-		close(fd);
-		unlink(path);
-		return 0;
-	}
-	if (errno != EEXIST)
-		return -errno;
-	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return 0;
-}
-
 struct report *report__open(const char *path, const char *ns, const char *name)
 {
 	struct report *r = calloc(1, sizeof(*r));
@@ -948,12 +927,12 @@ struct report *report__open(const char *path, const char *ns, const char *name)
 		goto fail;
 	util__copy(r->ns, sizeof(r->ns), ns);
 	util__copy(r->name, sizeof(r->name), name);
-	err = probe_writable(r->path);
+	err = output_file__check_writable(r->path);
 	if (err) {
 		fprintf(stderr, "bindtrace: --report %s: %s\n", path, strerror(-err));
 		goto fail;
 	}
-	err = probe_writable(r->svg_path);
+	err = output_file__check_writable(r->svg_path);
 	if (err) {
 		fprintf(stderr, "bindtrace: --report %s: %s: %s\n", path, r->svg_path,
 			strerror(-err));
@@ -979,50 +958,29 @@ void report__process(struct report *r, const struct process_identity *id)
 	r->n_procs++;
 }
 
-/* Write through path.tmp.PID and rename: readers see the old file or the whole new one. */
-static int write_atomically(struct report *r, const char *path, const struct bind_view *view,
-			    bool svg)
-{
-	char *tmp = NULL;
-	FILE *f = NULL;
-	int fd, err, bad;
+struct report_doc {
+	struct report *r;
+	const struct bind_view *view;
+};
 
-	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	fd = output_file__create(tmp, true);
-	if (fd < 0) {
-		err = fd;
-		goto free_tmp;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-		goto unlink_tmp;
-	}
-	err = svg ? report__write_svg(f, view)
-		  : report__write_markdown(f, view, r->svg_href, r->procs, r->n_procs);
-	bad = ferror(f);
-	if (fclose(f) || bad)
-		err = err ? err : -EIO;
-	if (err)
-		goto unlink_tmp;
-	if (rename(tmp, path)) {
-		err = -errno;
-		goto unlink_tmp;
-	}
-	free(tmp);
-	return 0;
-unlink_tmp:
-	unlink(tmp);
-free_tmp:
-	free(tmp);
-	return err;
+static int write_svg(FILE *f, void *ctx)
+{
+	struct report_doc *d = ctx;
+
+	return report__write_svg(f, d->view);
+}
+
+static int write_markdown(FILE *f, void *ctx)
+{
+	struct report_doc *d = ctx;
+
+	return report__write_markdown(f, d->view, d->r->svg_href, d->r->procs, d->r->n_procs);
 }
 
 int report__bind(struct report *r, const struct bind_view *view)
 {
 	const struct bind_timeline *t = view->t;
+	struct report_doc doc = { r, view };
 	int err;
 
 	if (strcmp(t->namespace_, r->ns) || strcmp(t->name, r->name))
@@ -1030,13 +988,13 @@ int report__bind(struct report *r, const struct bind_view *view)
 	/* A later failed attempt (a 409 after the bind, say) does not replace the bind. */
 	if (r->written && r->written_result == BIND_RESULT_BOUND && t->result != BIND_RESULT_BOUND)
 		return 0;
-	err = write_atomically(r, r->svg_path, view, true);
+	err = output_file__replace(r->svg_path, write_svg, &doc);
 	if (err) {
 		fprintf(stderr, "bindtrace: --report %s: cannot write %s: %s\n", r->path,
 			r->svg_path, strerror(-err));
 		return err;
 	}
-	err = write_atomically(r, r->path, view, false);
+	err = output_file__replace(r->path, write_markdown, &doc);
 	if (err) {
 		fprintf(stderr, "bindtrace: --report %s: cannot write it: %s\n", r->path,
 			strerror(-err));
