@@ -17,7 +17,7 @@
 
 #include "commands.h"
 #include "decode.h"
-#include "evidence.h"
+#include "message_json.h"
 #include "redact.h"
 #include "util.h"
 
@@ -523,8 +523,8 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 	if (!o->json && !o->t0)
 		o->t0 = m->ts_first_ns;
 	if (o->json) {
-		/* The evidence's message object, with the capture's own fields and every flag. */
-		json_t *j = evidence__message_json(m);
+		/* The message object (message_json.h), with the capture's own fields and every flag. */
+		json_t *j = message_json__new(m);
 		json_t *own =
 		    json_pack("{s:I, s:i, s:s, s:i, s:b, s:b, s:b, s:b, s:b}", "conn",
 			      (json_int_t)(rc ? rc->id : 0), "pid", rc ? rc->pid : 0, "comm",

@@ -75,9 +75,4 @@ void evidence__fsync(struct evidence *ev, const struct actor *who, const struct 
 int evidence__bind(struct evidence *ev, const struct bind_view *view);
 void evidence__close(struct evidence *ev);
 
-/* The decoded message as one JSON object (redacted values only, as decoded). */
-json_t *evidence__message_json(const struct decoded_msg *msg);
-/* Just the decoded body of a message (NULL when it has none): also `bindtrace decode --json`'s. */
-json_t *evidence__body_json(const struct decoded_msg *msg);
-
 #endif

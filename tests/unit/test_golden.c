@@ -41,7 +41,7 @@
 #include "check.h"
 #include "correlate.h"
 #include "decode.h"
-#include "evidence.h"
+#include "message_json.h"
 #include "slurp.h"
 #include "streams.h"
 #include "timeline.h"
@@ -285,10 +285,10 @@ static void on_decoded(const struct decoded_msg *m, void *ctx)
 	json_t *j = json_object();
 
 	/* Every decoded message through the message writer the evidence and `decode --json`
-	 * share: what the fixtures without a bind yield. */
+	 * share (message_json.h): what the fixtures without a bind yield. */
 	json_object_set_new(j, "pid", json_integer(cs->who.pid));
 	json_object_set_new(j, "conn", json_integer((json_int_t)cs->who.conn));
-	json_object_set_new(j, "message", evidence__message_json(m));
+	json_object_set_new(j, "message", message_json__new(m));
 	json_dumpf(j, cs->r->messages_out, JSON_COMPACT);
 	fputc('\n', cs->r->messages_out);
 	json_decref(j);
