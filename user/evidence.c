@@ -2,20 +2,16 @@
  * finished bind the files that let someone else check each of its numbers. Nothing here keeps a
  * payload byte: data events are reduced to their metadata on arrival, and decoded messages (whose
  * header values the decoders already redacted, and which never hold Secret data) to JSON. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <inttypes.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "evidence.h"
-#include "goelf.h"
+#include "identity.h"
 #include "message_json.h"
 #include "output_file.h"
 #include "timeline.h"
@@ -32,343 +28,6 @@
 #define EV_MSG_BYTES (64u << 20)
 #define EV_FSYNCS 2048
 #define EV_MSG_JSON_MAX 8192
-
-/* ---- SHA-256 (FIPS 180-4), for binaries.json: no crypto library is linked otherwise. ---- */
-
-struct sha256 {
-	uint32_t h[8];
-	uint64_t bytes;
-	uint8_t block[64];
-	size_t fill;
-};
-
-static const uint32_t sha256_k[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-	0xc67178f2,
-};
-
-static uint32_t ror32(uint32_t x, int n)
-{
-	return (x >> n) | (x << (32 - n));
-}
-
-static void sha256_init(struct sha256 *s)
-{
-	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
-
-	memcpy(s->h, iv, sizeof(iv));
-	s->bytes = 0;
-	s->fill = 0;
-}
-
-static void sha256_block(struct sha256 *s, const uint8_t *p)
-{
-	uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-	for (i = 16; i < 64; i++)
-		w[i] = w[i - 16] + (ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
-		       w[i - 7] + (ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ (w[i - 2] >> 10));
-	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
-	e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
-	for (i = 0; i < 64; i++) {
-		t1 = h + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) +
-		     sha256_k[i] + w[i];
-		t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-		h = g, g = f, f = e, e = d + t1;
-		d = c, c = b, b = a, a = t1 + t2;
-	}
-	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
-	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
-}
-
-static void sha256_update(struct sha256 *s, const uint8_t *p, size_t n)
-{
-	s->bytes += n;
-	if (s->fill) {
-		size_t take = 64 - s->fill < n ? 64 - s->fill : n;
-
-		memcpy(s->block + s->fill, p, take);
-		s->fill += take, p += take, n -= take;
-		if (s->fill < 64)
-			return;
-		sha256_block(s, s->block);
-		s->fill = 0;
-	}
-	for (; n >= 64; p += 64, n -= 64)
-		sha256_block(s, p);
-	memcpy(s->block, p, n);
-	s->fill = n;
-}
-
-static void sha256_final(struct sha256 *s, char hex[65])
-{
-	uint64_t bits = s->bytes * 8;
-	uint8_t pad[72] = { 0x80 };
-	size_t padlen = (s->fill < 56 ? 56 : 120) - s->fill;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		pad[padlen + i] = (uint8_t)(bits >> (56 - 8 * i));
-	sha256_update(s, pad, padlen + 8);
-	for (i = 0; i < 8; i++)
-		snprintf(hex + 8 * i, 9, "%08x", s->h[i]);
-}
-
-int sha256__file(const char *path, char hex[65], uint64_t *size)
-{
-	const size_t cap = 1 << 16;
-	uint8_t *buf = NULL;
-	struct sha256 s;
-	uint64_t total = 0;
-	ssize_t n;
-	int fd, err = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	/* Called from several threads at once: no static buffer. */
-	buf = malloc(cap);
-	if (!buf) {
-		err = -ENOMEM;
-		goto close_fd;
-	}
-	sha256_init(&s);
-	while ((n = read(fd, buf, cap)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto close_fd;
-		}
-		sha256_update(&s, buf, (size_t)n);
-		total += (uint64_t)n;
-	}
-	sha256_final(&s, hex);
-	if (size)
-		*size = total;
-close_fd:
-	free(buf);
-	close(fd);
-	return err;
-}
-
-/* ---- Binary identity ---- */
-
-static void hex_of(char *out, size_t cap, const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	out[0] = '\0';
-	for (i = 0; i < n && 2 * i + 2 < cap; i++)
-		snprintf(out + 2 * i, 3, "%02x", p[i]);
-}
-
-static void read_notes(struct process_identity *id, Elf_Data *d)
-{
-	size_t off = 0, next, name_off, desc_off;
-	GElf_Nhdr nh;
-
-	while (off < d->d_size && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-		const char *name = (const char *)d->d_buf + name_off;
-		const uint8_t *desc = (const uint8_t *)d->d_buf + desc_off;
-
-		if (nh.n_namesz == 4 && !memcmp(name, "GNU", 4) && nh.n_type == NT_GNU_BUILD_ID)
-			hex_of(id->gnu_build_id, sizeof(id->gnu_build_id), desc, nh.n_descsz);
-		/* Go's linker: name "Go\0\0", type 4 (ELF_NOTE_GOBUILDID_TAG), the build ID. */
-		if (nh.n_namesz == 4 && !memcmp(name, "Go\0\0", 4) && nh.n_type == 4) {
-			size_t n = nh.n_descsz < sizeof(id->go_build_id) - 1
-				       ? nh.n_descsz
-				       : sizeof(id->go_build_id) - 1;
-			size_t i;
-
-			for (i = 0; i < n && desc[i] >= 0x20 && desc[i] < 0x7f; i++)
-				id->go_build_id[i] = (char)desc[i];
-			id->go_build_id[i] = '\0';
-		}
-		off = next;
-	}
-}
-
-/* The build IDs from the PT_NOTE segments (stripped binaries may have no section headers), or
- * from SHT_NOTE sections when there are no note segments. */
-static void read_build_ids(struct process_identity *id, const char *path)
-{
-	bool found = false;
-	size_t n, i;
-	Elf *elf = NULL;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		goto close_elf;
-	if (elf_getphdrnum(elf, &n) == 0) {
-		for (i = 0; i < n; i++) {
-			GElf_Phdr ph;
-			Elf_Data *d;
-
-			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
-				continue;
-			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-						 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-			if (d) {
-				read_notes(id, d);
-				found = true;
-			}
-		}
-	}
-	if (!found) {
-		Elf_Scn *scn = NULL;
-
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			Elf_Data *d;
-
-			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-				continue;
-			d = elf_getdata(scn, NULL);
-			if (d)
-				read_notes(id, d);
-		}
-	}
-close_elf:
-	elf_end(elf);
-	close(fd);
-}
-
-static json_t *module_json(const struct go_module *m)
-{
-	json_t *j = json_pack("{s:s, s:s}", "path", m->path, "version", m->version);
-
-	if (m->sum && m->sum[0])
-		json_object_set_new(j, "sum", json_string(m->sum));
-	if (m->replace)
-		json_object_set_new(j, "replaced_by", module_json(m->replace));
-	return j;
-}
-
-static json_t *go_json(struct go_binary *gb)
-{
-	const struct go_buildinfo *bi = go_binary__buildinfo(gb);
-	const struct go_text_info *ti = go_binary__text_info(gb);
-	json_t *j = json_object(), *deps = json_array(), *settings = json_object();
-	char buf[32];
-	size_t i;
-
-	json_object_set_new(j, "go_version", json_string(bi->go_version));
-	json_object_set_new(j, "main_package", json_string(bi->path));
-	if (bi->main)
-		json_object_set_new(j, "main_module", module_json(bi->main));
-	for (i = 0; i < bi->n_deps; i++)
-		json_array_append_new(deps, module_json(&bi->deps[i]));
-	json_object_set_new(j, "modules", deps);
-	for (i = 0; i < bi->n_settings; i++) {
-		/* -ldflags may carry -X values someone considers private: left to `go version -m`. */
-		if (!strcmp(bi->settings[i].key, "-ldflags"))
-			continue;
-		json_object_set_new(settings, bi->settings[i].key,
-				    json_string(bi->settings[i].value));
-	}
-	json_object_set_new(j, "build_settings", settings);
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, ti->text_base);
-	json_object_set_new(j, "text_base", json_string(buf));
-	json_object_set_new(j, "text_base_source",
-			    json_string(ti->source == GO_TEXT_BASE_PCHEADER
-					    ? "pcHeader.textStart"
-					    : "runtime.moduledata.text"));
-	json_object_set_new(j, "text_base_how", json_string(ti->how ? ti->how : ""));
-	json_object_set_new(j, "text_base_validation",
-			    json_string(ti->validation ? ti->validation : ""));
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, ti->pclntab_vaddr);
-	json_object_set_new(j, "pclntab_vaddr", json_string(buf));
-	json_object_set_new(j, "pclntab_where",
-			    json_string(ti->pclntab_where ? ti->pclntab_where : ""));
-	json_object_set_new(j, "functions", json_integer((json_int_t)ti->n_funcs));
-	json_object_set_new(j, "pie", json_boolean(ti->pie));
-	return j;
-}
-
-void process_identity__init(struct process_identity *id, const char *role, pid_t pid,
-			    const char *exe, const char *go_version, const char *module_version,
-			    struct go_binary *gb)
-{
-	memset(id, 0, sizeof(*id));
-	util__copy(id->role, sizeof(id->role), role ? role : "");
-	id->pid = pid;
-	util__copy(id->exe, sizeof(id->exe), exe ? exe : "");
-	util__copy(id->go_version, sizeof(id->go_version), go_version ? go_version : "");
-	util__copy(id->module_version, sizeof(id->module_version),
-		   module_version ? module_version : "");
-	id->go = gb ? go_json(gb) : NULL;
-	/* libelf's one global, set here on the caller's thread before any _read_file thread. */
-	elf_version(EV_CURRENT);
-}
-
-void process_identity__read_file(struct process_identity *id, const char *path)
-{
-	int err;
-
-	util__copy(id->read_from, sizeof(id->read_from), path);
-	id->why[0] = id->sha256[0] = id->gnu_build_id[0] = id->go_build_id[0] = '\0';
-	id->size = 0;
-	err = sha256__file(path, id->sha256, &id->size);
-	if (err)
-		snprintf(id->why, sizeof(id->why), "read %s: %s", path, strerror(-err));
-	else
-		read_build_ids(id, path);
-}
-
-void process_identity__seal(struct process_identity *id)
-{
-	json_decref(id->detail);
-	id->detail = json_object();
-	json_object_set_new(id->detail, "role", json_string(id->role));
-	json_object_set_new(id->detail, "pid", json_integer(id->pid));
-	json_object_set_new(id->detail, "path", json_string(id->exe));
-	json_object_set_new(id->detail, "read_from", json_string(id->read_from));
-	json_object_set_new(id->detail, "size", json_integer((json_int_t)id->size));
-	json_object_set_new(id->detail, "sha256", json_string(id->sha256));
-	json_object_set_new(id->detail, "gnu_build_id", json_string(id->gnu_build_id));
-	json_object_set_new(id->detail, "go_build_id", json_string(id->go_build_id));
-	json_object_set_new(id->detail, "go_version", json_string(id->go_version));
-	json_object_set_new(id->detail, "version", json_string(id->module_version));
-	if (id->go)
-		json_object_set(id->detail, "go", id->go);
-	if (id->why[0])
-		json_object_set_new(id->detail, "unreadable", json_string(id->why));
-}
-
-void process_identity__read(struct process_identity *id, const char *role, pid_t pid,
-			    const char *exe, const char *path, const char *go_version,
-			    const char *module_version, struct go_binary *gb)
-{
-	process_identity__init(id, role, pid, exe, go_version, module_version, gb);
-	process_identity__read_file(id, path);
-	process_identity__seal(id);
-}
-
-void process_identity__clear(struct process_identity *id)
-{
-	json_decref(id->detail);
-	json_decref(id->go);
-	id->detail = id->go = NULL;
-}
 
 /* ---- The rings ---- */
 
@@ -479,8 +138,6 @@ struct evidence {
 	struct conn_log conns[EV_MAX_CONNS];
 	int buckets[1 << EV_HASH_BITS];
 	struct ring fsyncs;
-	struct process_identity *procs;
-	int n_procs;
 	size_t data_total; /* data events held, all connections */
 	size_t msg_bytes;  /* memory of the messages held */
 	bool failed;	   /* a write failed: said once */
@@ -749,20 +406,6 @@ fail:
 	evidence__close(ev);
 	errno = -err;
 	return NULL;
-}
-
-void evidence__process(struct evidence *ev, const struct process_identity *id)
-{
-	struct process_identity *n;
-
-	n = realloc(ev->procs, (size_t)(ev->n_procs + 1) * sizeof(*n));
-	if (!n)
-		return;
-	ev->procs = n;
-	n[ev->n_procs] = *id;
-	n[ev->n_procs].go = NULL; /* in detail */
-	json_incref(id->detail);
-	ev->n_procs++;
 }
 
 void evidence__data(struct evidence *ev, const struct actor *who, const struct data_event *e)
@@ -1173,7 +816,7 @@ static int write_lines(int dir_fd, const char *name, struct lines *l, json_t *he
 	return output_file__close(f);
 }
 
-int evidence__bind(struct evidence *ev, const struct bind_view *view)
+int evidence__bind(struct evidence *ev, const struct bind_view *view, const struct identities *ids)
 {
 	const struct bind_timeline *t = view->t;
 	struct stage_ref refs[STAGE_MAX + 2 * BIND_MAX_WATCHERS];
@@ -1233,8 +876,8 @@ int evidence__bind(struct evidence *ev, const struct bind_view *view)
 	}
 
 	bins = json_array();
-	for (i = 0; i < ev->n_procs; i++)
-		json_array_append(bins, ev->procs[i].detail);
+	for (i = 0; i < identities__count(ids); i++)
+		json_array_append(bins, identities__at(ids, i)->detail);
 	f = output_file__open_at(sub_fd, "binaries.json", true);
 	if (!f) {
 		err = -errno;
@@ -1271,9 +914,6 @@ void evidence__close(struct evidence *ev)
 	for (i = 0; i < EV_MAX_CONNS; i++)
 		if (ev->conns[i].used)
 			conn_log__reset(ev, &ev->conns[i]);
-	for (i = 0; i < ev->n_procs; i++)
-		json_decref(ev->procs[i].detail);
-	free(ev->procs);
 	free(ev->fsyncs.v);
 	if (ev->dir_fd >= 0)
 		close(ev->dir_fd);

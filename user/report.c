@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "identity.h"
 #include "output_file.h"
 #include "report.h"
 #include "util.h"
@@ -547,7 +548,7 @@ static void md_leg_heading(FILE *out, const struct bind_timeline *t, const struc
 }
 
 int report__write_markdown(FILE *out, const struct bind_view *view, const char *svg_href,
-			   const struct process_identity *procs, int n_procs)
+			   const struct identities *ids)
 {
 	const struct bind_timeline *t = view->t;
 	const struct bind_leg *legs = view->legs;
@@ -856,14 +857,14 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 
 	/* The processes. */
 	fputs("## Processes\n\n", out);
-	if (!n_procs) {
+	if (!identities__count(ids)) {
 		fputs("Not recorded.\n\n", out);
 	} else {
 		fputs("| Role | PID | Binary | Version | Go | Build ID | SHA-256 |\n"
 		      "|---|---:|---|---|---|---|---|\n",
 		      out);
-		for (i = 0; i < n_procs; i++) {
-			const struct process_identity *p = &procs[i];
+		for (i = 0; i < identities__count(ids); i++) {
+			const struct process_identity *p = identities__at(ids, i);
 
 			fputs("| ", out);
 			fprint_md(out, p->role);
@@ -902,8 +903,6 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 struct report {
 	char *path, *svg_path, *svg_href;
 	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
-	struct process_identity *procs;
-	int n_procs;
 	bool written;
 	enum bind_result written_result;
 };
@@ -945,22 +944,10 @@ fail:
 	return NULL;
 }
 
-void report__process(struct report *r, const struct process_identity *id)
-{
-	struct process_identity *n;
-
-	n = realloc(r->procs, (size_t)(r->n_procs + 1) * sizeof(*n));
-	if (!n)
-		return;
-	r->procs = n;
-	n[r->n_procs] = *id;
-	n[r->n_procs].detail = n[r->n_procs].go = NULL; /* not used here */
-	r->n_procs++;
-}
-
 struct report_doc {
 	struct report *r;
 	const struct bind_view *view;
+	const struct identities *ids;
 };
 
 static int write_svg(FILE *f, void *ctx)
@@ -974,13 +961,13 @@ static int write_markdown(FILE *f, void *ctx)
 {
 	struct report_doc *d = ctx;
 
-	return report__write_markdown(f, d->view, d->r->svg_href, d->r->procs, d->r->n_procs);
+	return report__write_markdown(f, d->view, d->r->svg_href, d->ids);
 }
 
-int report__bind(struct report *r, const struct bind_view *view)
+int report__bind(struct report *r, const struct bind_view *view, const struct identities *ids)
 {
 	const struct bind_timeline *t = view->t;
-	struct report_doc doc = { r, view };
+	struct report_doc doc = { r, view, ids };
 	int err;
 
 	if (strcmp(t->namespace_, r->ns) || strcmp(t->name, r->name))
@@ -1020,6 +1007,5 @@ void report__close(struct report *r)
 	free(r->path);
 	free(r->svg_path);
 	free(r->svg_href);
-	free(r->procs);
 	free(r);
 }

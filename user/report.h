@@ -10,24 +10,24 @@
 #include <stdio.h>
 
 #include "bindview.h"
-#include "evidence.h"
+
+struct identities;
 
 struct report;
 
 /* Check FILE and FILE.svg can be created (without leaving them behind). NULL with errno after a
  * one-line "bindtrace: --report FILE: ..." on stderr. */
 struct report *report__open(const char *path, const char *ns, const char *name);
-void report__process(struct report *r, const struct process_identity *id);
 /* A finished bind: written when it is of the pod (a bound result is not replaced by a later
- * failed attempt). 0, or -errno after a message. */
-int report__bind(struct report *r, const struct bind_view *view);
+ * failed attempt), its processes table from the registry. 0, or -errno after a message. */
+int report__bind(struct report *r, const struct bind_view *view, const struct identities *ids);
 /* -ENOENT after "bindtrace: --report: no bind of NS/NAME was seen" when none was; else 0. */
 int report__finish(struct report *r);
 void report__close(struct report *r);
 
 /* The two documents, for tests. svg_href: how the Markdown refers to the SVG. */
 int report__write_markdown(FILE *out, const struct bind_view *view, const char *svg_href,
-			   const struct process_identity *procs, int n_procs);
+			   const struct identities *ids);
 int report__write_svg(FILE *out, const struct bind_view *view);
 
 #endif

@@ -1,17 +1,18 @@
 /* The file outputs of the bind tracer: routes what the tracer sees to --perfetto (perfetto.c),
- * --evidence (evidence.c) and --report (report.c), and reads each traced binary's identity
- * once for the two that cite it. Each output is off unless its option is given.
+ * --evidence (evidence.c) and --report (report.c), each bind as one bind view, and owns the
+ * run's one registry of process identities, which the writers that cite binaries read. Each
+ * output is off unless its option is given.
  *
  * Hashing the binaries (some 200 MB for a control plane) runs on a thread per process from
  * trace_outputs__process() on, so attaching is not delayed; the first bind written waits for
  * what is not done yet. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "evidence.h"
+#include "identity.h"
 #include "perfetto.h"
 #include "report.h"
 #include "trace_outputs.h"
@@ -20,27 +21,13 @@
  * the evidence rings keep events; --linger adds to it. */
 #define OUTPUTS_RETENTION_NS (12ull * 1000000000ull)
 
-struct pending_identity {
-	struct process_identity id;
-	char exe_path[64]; /* /proc/PID/exe */
-	pthread_t thread;
-	bool running;	 /* thread started, not joined */
-	bool registered; /* handed to the outputs */
-};
-
 struct trace_outputs {
 	const struct trace_options *opt;
 	int64_t wall_offset_ns;
 	struct perfetto *perfetto;
 	struct evidence *evidence;
 	struct report *report;
-	struct pending_identity **identities;
-	int n_identities;
-	struct {
-		pid_t pid;
-		char role[32];
-	} * processes; /* to name the tracks of a reopened --perfetto file */
-	int n_processes;
+	struct identities *identities; /* every traced process, in the order attached */
 	int errors;
 };
 
@@ -53,6 +40,9 @@ struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_
 		return NULL;
 	o->opt = opt;
 	o->wall_offset_ns = wall_offset_ns;
+	o->identities = identities__new();
+	if (!o->identities)
+		goto fail;
 	if (opt->evidence) {
 		o->evidence =
 		    evidence__open(opt->evidence, wall_offset_ns,
@@ -90,78 +80,17 @@ static int role_sort_index(const char *role)
 	return 4;
 }
 
-static void *identity_thread(void *arg)
-{
-	struct pending_identity *p = arg;
-
-	/* The file the process runs, even if its path now names another; else that path. */
-	process_identity__read_file(&p->id, p->exe_path);
-	if (p->id.why[0] && p->id.exe[0])
-		process_identity__read_file(&p->id, p->id.exe);
-	return NULL;
-}
-
-/* Wait for the identities still being read and hand them to the outputs. */
-static void identities__register(struct trace_outputs *o)
-{
-	int i;
-
-	for (i = 0; i < o->n_identities; i++) {
-		struct pending_identity *p = o->identities[i];
-
-		if (p->registered)
-			continue;
-		if (p->running) {
-			pthread_join(p->thread, NULL);
-			p->running = false;
-		}
-		process_identity__seal(&p->id);
-		if (o->evidence)
-			evidence__process(o->evidence, &p->id);
-		if (o->report)
-			report__process(o->report, &p->id);
-		p->registered = true;
-	}
-}
-
 void trace_outputs__process(struct trace_outputs *o, const char *role, pid_t pid, const char *exe,
 			    const char *go_version, const char *module_version,
 			    struct go_binary *gb)
 {
-	struct pending_identity **v, *p;
-
 	if (!o)
 		return;
-	if (o->perfetto) {
-		void *more =
-		    realloc(o->processes, (size_t)(o->n_processes + 1) * sizeof(*o->processes));
-
+	if (o->perfetto)
 		perfetto__process(o->perfetto, pid, role, role_sort_index(role));
-		if (more) {
-			o->processes = more;
-			o->processes[o->n_processes].pid = pid;
-			snprintf(o->processes[o->n_processes].role,
-				 sizeof(o->processes[o->n_processes].role), "%s", role);
-			o->n_processes++;
-		}
-	}
-	if (!o->evidence && !o->report)
-		return;
-	v = realloc(o->identities, (size_t)(o->n_identities + 1) * sizeof(*v));
-	if (!v)
-		return;
-	o->identities = v;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return;
-	o->identities[o->n_identities++] = p;
-	/* The Go facts now: gb may be closed once this returns. */
-	process_identity__init(&p->id, role, pid, exe, go_version, module_version, gb);
-	snprintf(p->exe_path, sizeof(p->exe_path), "/proc/%d/exe", (int)pid);
-	if (pthread_create(&p->thread, NULL, identity_thread, p) == 0)
-		p->running = true;
-	else
-		identity_thread(p);
+	/* The binary is read only for the outputs that cite it. */
+	identities__add(o->identities, role, pid, exe, go_version, module_version, gb,
+			o->evidence || o->report);
 }
 
 void trace_outputs__data(struct trace_outputs *o, const struct actor *who,
@@ -191,14 +120,14 @@ void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 
 	if (!o)
 		return;
-	identities__register(o);
+	identities__wait(o->identities);
 	/* Read once, the same for every output. */
 	bind_view__init(&view, t, o->wall_offset_ns);
 	if (o->perfetto)
 		perfetto__bind(o->perfetto, &view);
-	if (o->evidence && evidence__bind(o->evidence, &view))
+	if (o->evidence && evidence__bind(o->evidence, &view, o->identities))
 		o->errors++;
-	if (o->report && report__bind(o->report, &view))
+	if (o->report && report__bind(o->report, &view, o->identities))
 		o->errors++;
 }
 
@@ -216,9 +145,12 @@ int trace_outputs__reopen(struct trace_outputs *o)
 		o->errors++;
 		return -errno; /* it said why; binds go on without it */
 	}
-	for (i = 0; i < o->n_processes; i++)
-		perfetto__process(o->perfetto, o->processes[i].pid, o->processes[i].role,
-				  role_sort_index(o->processes[i].role));
+	/* The new file's tracks named from the registry, as the first file's were. */
+	for (i = 0; i < identities__count(o->identities); i++) {
+		const struct process_identity *id = identities__at(o->identities, i);
+
+		perfetto__process(o->perfetto, id->pid, id->role, role_sort_index(id->role));
+	}
 	return err;
 }
 
@@ -228,7 +160,7 @@ int trace_outputs__finish(struct trace_outputs *o)
 
 	if (!o)
 		return 0;
-	identities__register(o);
+	identities__wait(o->identities);
 	if (o->perfetto) {
 		e = perfetto__close(o->perfetto);
 		o->perfetto = NULL;
@@ -245,18 +177,9 @@ int trace_outputs__finish(struct trace_outputs *o)
 
 void trace_outputs__free(struct trace_outputs *o)
 {
-	int i;
-
 	if (!o)
 		return;
-	for (i = 0; i < o->n_identities; i++) {
-		if (o->identities[i]->running)
-			pthread_join(o->identities[i]->thread, NULL);
-		process_identity__clear(&o->identities[i]->id);
-		free(o->identities[i]);
-	}
-	free(o->identities);
-	free(o->processes);
+	identities__free(o->identities);
 	perfetto__close(o->perfetto);
 	evidence__close(o->evidence);
 	report__close(o->report);

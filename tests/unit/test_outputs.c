@@ -21,9 +21,10 @@
 #include "check.h"
 #include "correlate.h"
 #include "decode.h"
-#include "evidence.h"
 #include "goelf.h"
+#include "identity.h"
 #include "report.h"
+#include "sha256.h"
 #include "slurp.h"
 #include "trace_outputs.h"
 #include "util.h"
@@ -985,7 +986,7 @@ static void check_links(void)
 		 "default_binder.go");
 	t->citation.frames[1].line = 58;
 	f = open_memstream(&text, &len);
-	CHECK_INT(report__write_markdown(f, view_of(t), NULL, NULL, 0), 0);
+	CHECK_INT(report__write_markdown(f, view_of(t), NULL, NULL), 0);
 	fclose(f);
 	CHECK(strstr(text, "(https://github.com/kubernetes/kubernetes/blob/v1.33.13/pkg/scheduler/"
 			   "framework/plugins/defaultbinder/default_binder.go#L58)") != NULL,
@@ -997,7 +998,7 @@ static void check_links(void)
 		 "k8s.io/client-go@v0.33.13/kubernetes/typed/core/v1/pod_expansion.go");
 	t->citation.frames[0].line = 49;
 	f = open_memstream(&text, &len);
-	report__write_markdown(f, view_of(t), NULL, NULL, 0);
+	report__write_markdown(f, view_of(t), NULL, NULL);
 	fclose(f);
 	CHECK(strstr(text,
 		     "(https://github.com/kubernetes/kubernetes/blob/v1.33.13/staging/src/"
@@ -1008,7 +1009,7 @@ static void check_links(void)
 	snprintf(t->citation.frames[0].file, sizeof(t->citation.frames[0].file),
 		 "github.com/x/y@v1.0.0/z.go");
 	f = open_memstream(&text, &len);
-	report__write_markdown(f, view_of(t), NULL, NULL, 0);
+	report__write_markdown(f, view_of(t), NULL, NULL);
 	fclose(f);
 	CHECK(strstr(text, "[source at") == NULL, "no link outside kubernetes");
 	free(text);
@@ -1017,7 +1018,7 @@ static void check_links(void)
 	complete_bind(t);
 	t->stages[STAGE_ETCD_WATCH_EVENT].mono_ns = B + 1975 * US;
 	f = open_memstream(&text, &len);
-	report__write_markdown(f, view_of(t), NULL, NULL, 0);
+	report__write_markdown(f, view_of(t), NULL, NULL);
 	fclose(f);
 	CHECK(strstr(text, "**-0.125 ms** — WAL fsync done → etcd's watch event read by apiserver; "
 			   "negative: `etcd_watch_event` came first") != NULL,
