@@ -8,8 +8,9 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 PKGS := libbpf libelf zlib libnghttp2 jansson
 # Capstone decodes x86 (it, unlike Zydis, has a static library in Debian); libevent serves
-# --metrics over HTTP (see the README's "Run it on a cluster" for why these two).
-PKGS += capstone libevent
+# --metrics over HTTP (see the README's "Run it on a cluster" for why these two); libcrypto
+# hashes the traced binaries (SHA-256; the README's Development section says why).
+PKGS += capstone libevent libcrypto
 
 # Recursive (=) so pkg-config runs after install-deps has made sure the packages are there.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
