@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bind_json.h"
 #include "evidence.h"
 #include "evidence_log.h"
 #include "identity.h"
 #include "output_file.h"
-#include "timeline.h"
 #include "util.h"
 
 struct evidence {
@@ -513,7 +513,7 @@ int evidence__bind(struct evidence *ev, const struct bind_view *view, const stru
 		what = "write bind.json";
 		goto report;
 	}
-	timeline__print_json(f, view);
+	bind_json__print(f, view);
 	if (output_file__close(f)) {
 		err = -EIO;
 		what = "write bind.json";

@@ -30,6 +30,7 @@
 #include "metrics_http.h"
 #include "sockdiag.h"
 #include "streams.h"
+#include "summary.h"
 #include "timeline.h"
 #include "tlsprobe.h"
 #include "trace_outputs.h"

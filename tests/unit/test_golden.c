@@ -44,6 +44,7 @@
 #include "message_json.h"
 #include "slurp.h"
 #include "streams.h"
+#include "summary.h"
 #include "timeline.h"
 #include "trace_outputs.h"
 #include "util.h"

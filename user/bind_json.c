@@ -1,0 +1,196 @@
+/* A bind as one JSON object, the schema of the README, built section by section from the view. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "bind_json.h"
+
+static json_t *stage_json(const struct stage *st, int64_t wall_offset_ns)
+{
+	json_t *o = json_object();
+
+	if (!st->seen) {
+		json_object_set_new(o, "missing", json_string(st->missing));
+		return o;
+	}
+	json_object_set_new(o, "mono_ns", json_integer((json_int_t)st->mono_ns));
+	json_object_set_new(o, "wall_ns", json_integer((json_int_t)(st->mono_ns + wall_offset_ns)));
+	json_object_set_new(o, "first_mono_ns", json_integer((json_int_t)st->first_ns));
+	json_object_set_new(o, "last_mono_ns", json_integer((json_int_t)st->last_ns));
+	json_object_set_new(o, "pid", json_integer(st->who.pid));
+	json_object_set_new(o, "comm", json_string(st->who.comm));
+	json_object_set_new(o, "role", json_string(process_role__name(st->who.role)));
+	if (st->who.conn) {
+		json_object_set_new(o, "conn", json_integer((json_int_t)st->who.conn));
+		json_object_set_new(o, "laddr", json_string(st->who.laddr));
+		json_object_set_new(o, "raddr", json_string(st->who.raddr));
+		json_object_set_new(o, "stream_id", json_integer(st->stream_id));
+	}
+	return o;
+}
+
+/* seq, pod, node, result, status, revision, node_before. */
+static void add_outcome(json_t *root, const struct bind_timeline *t)
+{
+	json_t *pod = json_object();
+
+	json_object_set_new(root, "seq", json_integer((json_int_t)t->seq));
+	json_object_set_new(pod, "namespace", json_string(t->namespace_));
+	json_object_set_new(pod, "name", json_string(t->name));
+	json_object_set_new(pod, "uid", json_string(t->uid));
+	json_object_set_new(root, "pod", pod);
+	json_object_set_new(root, "node", json_string(t->node));
+	json_object_set_new(root, "result", json_string(bind_result__name(t->result)));
+	json_object_set_new(root, "status_code", json_integer(t->status_code));
+	json_object_set_new(root, "status_reason", json_string(t->status_reason));
+	json_object_set_new(root, "revision", json_integer(t->revision));
+	json_object_set_new(root, "node_before",
+			    t->node_before_known ? json_string(t->node_before) : json_null());
+}
+
+static json_t *stages_json(const struct bind_view *v)
+{
+	json_t *stages = json_object();
+	int s;
+
+	for (s = 0; s < STAGE_MAX; s++)
+		json_object_set_new(stages, stage__name((enum stage_id)s),
+				    stage_json(&v->t->stages[s], v->wall_offset_ns));
+	return stages;
+}
+
+static json_t *watcher_json(const struct bind_view *v, int w)
+{
+	const struct watcher *wa = &v->t->watchers[w];
+	json_t *wo = json_object();
+	int64_t d;
+
+	json_object_set_new(wo, "watch_event_sent", stage_json(&wa->sent, v->wall_offset_ns));
+	json_object_set_new(wo, "watch_event_received",
+			    stage_json(&wa->received, v->wall_offset_ns));
+	json_object_set_new(wo, "address", json_string(wa->sent.who.raddr));
+	json_object_set_new(wo, "pid", json_integer(wa->sent.who.peer_pid));
+	json_object_set_new(wo, "comm", json_string(wa->sent.who.peer_comm));
+	json_object_set_new(wo, "user_agent", json_string(wa->user_agent));
+	json_object_set_new(wo, "path", json_string(wa->path));
+	json_object_set_new(wo, "encoding", json_string(wa->encoding));
+	json_object_set_new(wo, "event_type", json_string(wa->event_type));
+	json_object_set_new(wo, "node_before",
+			    wa->before_known ? json_string(wa->node_before) : json_null());
+	json_object_set_new(wo, "node_after", json_string(wa->node_after));
+	if (leg__duration(v->t, LEG_WATCH_FANOUT, w, &d))
+		json_object_set_new(wo, "fanout_ns", json_integer(d));
+	if (leg__duration(v->t, LEG_WATCH_DELIVERY, w, &d))
+		json_object_set_new(wo, "delivery_ns", json_integer(d));
+	return wo;
+}
+
+/* Every leg of the bind itself (the watchers' are in their objects): ns, or null. */
+static json_t *legs_json(const struct bind_view *v)
+{
+	json_t *legs = json_object();
+	int64_t d;
+	int l;
+
+	for (l = 0; l < LEG_MAX; l++) {
+		if (leg__per_watcher((enum leg_id)l))
+			continue;
+		json_object_set_new(legs, leg__name((enum leg_id)l),
+				    leg__duration(v->t, (enum leg_id)l, -1, &d) ? json_integer(d)
+										: json_null());
+	}
+	return legs;
+}
+
+static json_t *txns_json(const struct bind_timeline *t)
+{
+	json_t *txns = json_array();
+	int s;
+
+	for (s = 0; s < t->n_txns; s++) {
+		const struct txn_attempt *x = &t->txns[s];
+		json_t *a = json_object();
+
+		json_object_set_new(a, "sent_mono_ns", json_integer((json_int_t)x->sent_ns));
+		json_object_set_new(a, "compare_mod_revision", json_integer(x->compare_revision));
+		json_object_set_new(a, "responded", json_boolean(x->responded));
+		/* When the apiserver had read etcd's answer (its gRPC client's end of the call). */
+		if (x->responded)
+			json_object_set_new(a, "response_mono_ns",
+					    json_integer((json_int_t)x->response_ns));
+		json_object_set_new(a, "succeeded", json_boolean(x->succeeded));
+		json_object_set_new(a, "revision", json_integer(x->revision));
+		json_array_append_new(txns, a);
+	}
+	return txns;
+}
+
+static json_t *citation_json(const struct citation *ci)
+{
+	json_t *c, *frames;
+	int f;
+
+	if (!ci->known)
+		return json_null();
+	c = json_object();
+	frames = json_array();
+	json_object_set_new(c, "kubernetes_version", json_string(ci->kubernetes_version));
+	json_object_set_new(c, "commit", json_string(ci->commit));
+	json_object_set_new(c, "go_version", json_string(ci->go_version));
+	json_object_set_new(c, "probe", json_string(ci->probe));
+	json_object_set_new(c, "tid", json_integer(ci->tid));
+	if (ci->cited >= 0 && ci->cited < ci->n_frames) {
+		json_object_set_new(c, "function", json_string(ci->frames[ci->cited].func));
+		json_object_set_new(c, "file", json_string(ci->frames[ci->cited].file));
+		json_object_set_new(c, "line", json_integer(ci->frames[ci->cited].line));
+	}
+	for (f = 0; f < ci->n_frames; f++) {
+		json_t *fr = json_object();
+
+		json_object_set_new(fr, "pc", json_integer((json_int_t)ci->frames[f].pc));
+		json_object_set_new(fr, "function", json_string(ci->frames[f].func));
+		json_object_set_new(fr, "file", json_string(ci->frames[f].file));
+		json_object_set_new(fr, "line", json_integer(ci->frames[f].line));
+		json_array_append_new(frames, fr);
+	}
+	json_object_set_new(c, "stack", frames);
+	return c;
+}
+
+json_t *bind_json__new(const struct bind_view *v)
+{
+	const struct bind_timeline *t = v->t;
+	json_t *root = json_object(), *watchers = json_array();
+	int w;
+
+	add_outcome(root, t);
+	json_object_set_new(root, "stages", stages_json(v));
+	for (w = 0; w < t->n_watchers; w++)
+		json_array_append_new(watchers, watcher_json(v, w));
+	json_object_set_new(root, "watchers", watchers);
+	json_object_set_new(root, "watchers_not_shown", json_integer(t->watchers_dropped));
+	json_object_set_new(root, "legs_ns", legs_json(v));
+	json_object_set_new(root, "etcd_txn_attempts", txns_json(t));
+	json_object_set_new(root, "citation", citation_json(&t->citation));
+	json_object_set_new(root, "missing_stages", json_integer(t->missing));
+	json_object_set_new(root, "gap", json_boolean(t->gap));
+	json_object_set_new(root, "drops", json_boolean(t->drops));
+	json_object_set_new(root, "started_midway", json_boolean(t->started_midway));
+	return root;
+}
+
+int bind_json__print(FILE *out, const struct bind_view *v)
+{
+	json_t *root = bind_json__new(v);
+	char *text = json_dumps(root, JSON_COMPACT);
+	int err = 0;
+
+	json_decref(root);
+	if (!text)
+		return -ENOMEM;
+	if (fprintf(out, "%s\n", text) < 0)
+		err = -EIO;
+	free(text);
+	return err;
+}

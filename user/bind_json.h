@@ -1,0 +1,19 @@
+/* A finished bind as one JSON object: the schema the README documents (seq, pod, node, result,
+ * status, revision, stages, watchers, legs_ns, etcd_txn_attempts, citation, missing_stages,
+ * gap, drops, started_midway), built from the bind view so its legs are the view's. It is what
+ * `--json` prints, one per line, and the evidence's bind.json: one definition for both. */
+#ifndef BINDTRACE_BIND_JSON_H
+#define BINDTRACE_BIND_JSON_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "bindview.h"
+
+/* The object; the caller owns it (json_decref). */
+json_t *bind_json__new(const struct bind_view *view);
+/* The object on one line of out. 0, or -ENOMEM / -EIO. */
+int bind_json__print(FILE *out, const struct bind_view *view);
+
+#endif

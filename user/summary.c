@@ -1,0 +1,142 @@
+/* --summary and the summary at exit: per leg every duration kept (binds are few per second),
+ * sorted when printed. */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "summary.h"
+
+struct series {
+	int64_t *v;
+	size_t n, cap;
+};
+
+struct summary {
+	struct series legs[LEG_MAX];
+	uint64_t binds, complete, unschedulable, conflicts, other;
+	uint64_t hist[64]; /* total latency, log2 of microseconds */
+};
+
+struct summary *summary__new(void)
+{
+	return calloc(1, sizeof(struct summary));
+}
+
+void summary__free(struct summary *s)
+{
+	int l;
+
+	if (!s)
+		return;
+	for (l = 0; l < LEG_MAX; l++)
+		free(s->legs[l].v);
+	free(s);
+}
+
+static void series_add(struct series *s, int64_t v)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		int64_t *n = realloc(s->v, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		s->v = n;
+		s->cap = cap;
+	}
+	s->v[s->n++] = v;
+}
+
+void summary__add(struct summary *s, const struct bind_view *view)
+{
+	const struct bind_timeline *t = view->t;
+	int64_t d;
+	int l, w, b;
+
+	s->binds++;
+	if (t->result == BIND_RESULT_UNSCHEDULABLE) {
+		s->unschedulable++;
+		return;
+	}
+	if (t->result == BIND_RESULT_CONFLICT)
+		s->conflicts++;
+	else if (t->result != BIND_RESULT_BOUND)
+		s->other++;
+	if (!t->missing)
+		s->complete++;
+	for (l = 0; l < LEG_MAX; l++) {
+		if (l == LEG_WATCH_FANOUT || l == LEG_WATCH_DELIVERY) {
+			for (w = 0; w < t->n_watchers; w++)
+				if (leg__duration(t, (enum leg_id)l, w, &d))
+					series_add(&s->legs[l], d);
+		} else if (leg__duration(t, (enum leg_id)l, -1, &d)) {
+			series_add(&s->legs[l], d);
+		}
+	}
+	if (leg__duration(t, LEG_TOTAL, -1, &d) && d >= 0) {
+		uint64_t us = (uint64_t)d / 1000;
+
+		for (b = 0; us > 1 && b < 63; b++)
+			us >>= 1;
+		s->hist[b]++;
+	}
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const struct series *s, double p)
+{
+	size_t i;
+
+	if (!s->n)
+		return 0;
+	i = (size_t)(p / 100.0 * (double)(s->n - 1) + 0.5);
+	return ns__ms(s->v[i < s->n ? i : s->n - 1]);
+}
+
+void summary__print(FILE *out, const struct summary *s)
+{
+	uint64_t most = 0;
+	int l, b, lo = 64, hi = -1;
+
+	fprintf(out,
+		"summary: %" PRIu64 " binds, %" PRIu64 " complete, %" PRIu64
+		" unschedulable, %" PRIu64 " conflicts, %" PRIu64 " other results\n",
+		s->binds, s->complete, s->unschedulable, s->conflicts, s->other);
+	fprintf(out, "%-24s %7s %10s %10s %10s %10s  (ms)\n", "LEG", "COUNT", "P50", "P90", "P99",
+		"MAX");
+	for (l = 0; l < LEG_MAX; l++) {
+		struct series *sr = (struct series *)&s->legs[l];
+
+		if (sr->n)
+			qsort(sr->v, sr->n, sizeof(*sr->v), cmp_i64);
+		fprintf(out, "%-24s %7zu %10.3f %10.3f %10.3f %10.3f\n", leg__name((enum leg_id)l),
+			sr->n, pct(sr, 50), pct(sr, 90), pct(sr, 99),
+			sr->n ? ns__ms(sr->v[sr->n - 1]) : 0.0);
+	}
+	for (b = 0; b < 64; b++) {
+		if (!s->hist[b])
+			continue;
+		if (b < lo)
+			lo = b;
+		hi = b;
+		if (s->hist[b] > most)
+			most = s->hist[b];
+	}
+	if (hi < 0)
+		return;
+	fprintf(out, "\ntotal bind latency (bind_request -> bind_response_received):\n");
+	fprintf(out, "%21s : %-7s |%-40s|\n", "usecs", "count", "distribution");
+	for (b = lo; b <= hi; b++) {
+		uint64_t from = b ? 1ull << b : 0, to = (1ull << (b + 1)) - 1;
+		int bar = (int)(s->hist[b] * 40 / most);
+
+		fprintf(out, "%10" PRIu64 " -> %-8" PRIu64 " : %-7" PRIu64 " |%-*.*s%*s|\n", from,
+			to, s->hist[b], bar, bar, "****************************************",
+			40 - bar, "");
+	}
+}

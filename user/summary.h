@@ -1,0 +1,18 @@
+/* The percentile summary over many binds (--summary, and at exit): per leg the count, p50, p90,
+ * p99 and max, per watcher for the watch legs; then a log2 histogram of the total bind latency.
+ * The legs are the bind view's. */
+#ifndef BINDTRACE_SUMMARY_H
+#define BINDTRACE_SUMMARY_H
+
+#include <stdio.h>
+
+#include "bindview.h"
+
+struct summary;
+
+struct summary *summary__new(void);
+void summary__free(struct summary *s);
+void summary__add(struct summary *s, const struct bind_view *view);
+void summary__print(FILE *out, const struct summary *s);
+
+#endif
