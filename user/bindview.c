@@ -1,4 +1,5 @@
 /* The bind view: the legs' one definition, the time origin, and the names the outputs share. */
+#include <stdio.h>
 #include <string.h>
 
 #include "bindview.h"
@@ -87,6 +88,17 @@ enum process_role leg__from_role(enum leg_id leg)
 enum process_role leg__to_role(enum leg_id leg)
 {
 	return leg < LEG_MAX ? legs[leg].to_role : ROLE_OTHER;
+}
+
+void leg__between(char *out, size_t cap, enum leg_id leg)
+{
+	const char *a = process_role__name(leg__from_role(leg));
+	const char *b = process_role__name(leg__to_role(leg));
+
+	if (leg__from_role(leg) == leg__to_role(leg))
+		util__copy(out, cap, a);
+	else
+		snprintf(out, cap, "%s \xe2\x86\x92 %s", a, b);
 }
 
 static const struct stage *end_stage(const struct bind_timeline *t, int at, int watcher)

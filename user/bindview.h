@@ -44,6 +44,8 @@ bool leg__per_watcher(enum leg_id leg);
 /* The processes a leg is between by design: names a leg even when a stage is missing. */
 enum process_role leg__from_role(enum leg_id leg);
 enum process_role leg__to_role(enum leg_id leg);
+/* "kube-scheduler → kube-apiserver", or "kube-apiserver" for a leg within one process. */
+void leg__between(char *out, size_t cap, enum leg_id leg);
 /* Duration of a leg of t in ns (negative when its end came first); false when an end is
  * missing, or the watcher index is out of range for a per-watcher leg (ignored otherwise). */
 bool leg__duration(const struct bind_timeline *t, enum leg_id leg, int watcher, int64_t *ns);

@@ -3,7 +3,6 @@
  * temporary file renamed into place, so a reader never sees half a report. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,63 +17,6 @@
 static double ms_between(uint64_t from, uint64_t to)
 {
 	return ((double)(int64_t)(to - from)) / 1e6;
-}
-
-static const char *role_color(enum process_role role)
-{
-	switch (role) {
-	case ROLE_SCHEDULER:
-		return "#4e79a7";
-	case ROLE_APISERVER:
-		return "#59a14f";
-	case ROLE_ETCD:
-		return "#f28e2b";
-	case ROLE_WATCHER:
-		return "#b07aa1";
-	default:
-		return "#9c755f";
-	}
-}
-
-/* "kube-scheduler → kube-apiserver", or "kube-apiserver" for a leg within one process. */
-static void leg_between(char *out, size_t cap, enum leg_id leg, bool arrow_only)
-{
-	const char *a = process_role__name(leg__from_role(leg));
-	const char *b = process_role__name(leg__to_role(leg));
-
-	if (leg__from_role(leg) == leg__to_role(leg))
-		snprintf(out, cap, "%s%s", arrow_only ? "in " : "", a);
-	else
-		snprintf(out, cap, "%s \xe2\x86\x92 %s", a, b);
-}
-
-static void fprint_xml(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&apos;", out);
-			break;
-		default:
-			/* XML 1.0 allows no control characters but tab, LF, CR. */
-			if ((unsigned char)*s >= 0x20 || *s == '\t')
-				fputc(*s, out);
-			else
-				fputc('?', out);
-		}
-	}
 }
 
 /* Text for a Markdown table cell or inline code: no pipes, backticks or line breaks. */
@@ -94,298 +36,6 @@ static void fprint_md(FILE *out, const char *s)
 		else
 			fputc(c, out);
 	}
-}
-
-/* ---- SVG waterfall ---- */
-
-#define SVG_W 1040
-#define SVG_LABEL_X 16
-#define SVG_PLOT_X0 300
-#define SVG_PLOT_X1 920
-#define SVG_TOP 84
-#define SVG_ROW_H 30
-
-static double nice_step(double span)
-{
-	double raw = span / 8, mag = pow(10, floor(log10(raw))), f = raw / mag;
-
-	if (f <= 1)
-		return mag;
-	if (f <= 2)
-		return 2 * mag;
-	if (f <= 5)
-		return 5 * mag;
-	return 10 * mag;
-}
-
-/* The second line of a row's label: which processes the leg is between. */
-static void svg_label(const struct bind_timeline *t, const struct bind_leg *l, char *sub,
-		      size_t cap)
-{
-	char who[96];
-
-	if (l->watcher >= 0) {
-		const struct watcher *w = &t->watchers[l->watcher];
-
-		watcher__name(who, sizeof(who), w);
-		snprintf(sub, cap, "%s %s",
-			 l->leg == LEG_WATCH_FANOUT ? "apiserver \xe2\x86\x92" : "\xe2\x86\x92",
-			 who);
-		if (w->sent.who.raddr[0]) {
-			size_t n = strlen(sub);
-
-			snprintf(sub + n, cap - n, " (%s)", w->sent.who.raddr);
-		}
-	} else {
-		leg_between(sub, cap, l->leg, true);
-	}
-}
-
-int report__write_svg(FILE *out, const struct bind_view *view)
-{
-	const struct bind_timeline *t = view->t;
-	const struct bind_leg *legs = view->legs;
-	uint64_t t0 = view->origin_ns;
-	double lo = 0, hi = 0, span, step, v, scale, text_w;
-	char title[768], sub[256], num[32], note[96];
-	bool used_roles[ROLE_WATCHER + 1] = {}, transit = false;
-	int n = view->n_legs, rows, height, decimals, i, r;
-
-	for (i = 0; i < n; i++) {
-		if (!legs[i].seen)
-			continue;
-		v = ms_between(t0, legs[i].start_ns);
-		lo = v < lo ? v : lo;
-		v = ms_between(t0, legs[i].end_ns);
-		hi = v > hi ? v : hi;
-	}
-	rows = n ? n : 1;
-	if (!n && t->stages[STAGE_BIND_REQUEST].seen)
-		hi = ms_between(t0, t->stages[STAGE_BIND_REQUEST].last_ns);
-	/* At least a millisecond across: a scale of microseconds reads as noise. */
-	if (hi - lo < 1)
-		hi = lo + 1;
-	step = nice_step(hi - lo);
-	lo = floor(lo / step) * step;
-	hi = ceil(hi / step) * step;
-	span = hi - lo;
-	scale = (SVG_PLOT_X1 - SVG_PLOT_X0) / span;
-	height = SVG_TOP + rows * SVG_ROW_H + 84;
-
-	fprintf(
-	    out,
-	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-	    "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
-	    SVG_W, height, SVG_W, height);
-	fputs("<defs>\n", out);
-	for (i = 0; i < n; i++) {
-		const struct bind_leg *l = &legs[i];
-
-		if (l->seen && l->leg != LEG_TOTAL && l->from->who.role != l->to->who.role)
-			fprintf(
-			    out,
-			    "<linearGradient id=\"g%d-%d\"><stop offset=\"0\" stop-color=\"%s\"/>"
-			    "<stop offset=\"1\" stop-color=\"%s\"/></linearGradient>\n",
-			    l->from->who.role, l->to->who.role, role_color(l->from->who.role),
-			    role_color(l->to->who.role));
-	}
-	fputs("</defs>\n", out);
-	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", SVG_W,
-		height);
-
-	/* Title: the pod, the result, the total. */
-	snprintf(title, sizeof(title), "%s/%s%s%s \xc2\xb7 %s", t->namespace_, t->name,
-		 t->node[0] ? " \xe2\x86\x92 " : "", t->node, bind_result__name(t->result));
-	fprintf(out, "<text x=\"%d\" y=\"30\" font-size=\"18\" font-weight=\"bold\" fill=\"#222\">",
-		SVG_LABEL_X);
-	fprint_xml(out, title);
-	if (t->status_code)
-		fprintf(out, " (%d)", t->status_code);
-	fputs("</text>\n", out);
-	fprintf(out, "<text x=\"%d\" y=\"52\" font-size=\"12\" fill=\"#555\">", SVG_LABEL_X);
-	if (n && legs[0].seen)
-		fprintf(out, "total %.3f ms (bind_request \xe2\x86\x92 bind_response_received)",
-			ms_between(legs[0].start_ns, legs[0].end_ns));
-	else if (t->result == BIND_RESULT_UNSCHEDULABLE)
-		fputs("no Binding: PodScheduled=False (Unschedulable)", out);
-	else
-		fputs("total not known: a stage at one end is missing", out);
-	if (t->revision)
-		fprintf(out, " \xc2\xb7 etcd revision %" PRId64, t->revision);
-	if (t->missing)
-		fprintf(out, " \xc2\xb7 %d stage%s missing", t->missing, t->missing > 1 ? "s" : "");
-	fputs("</text>\n", out);
-
-	/* Row stripes, then the axis over them: grid lines and ms labels above the rows. */
-	for (r = 1; r < n; r += 2)
-		fprintf(out,
-			"<rect x=\"0\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f7f7f7\"/>\n",
-			SVG_TOP + r * SVG_ROW_H, SVG_W, SVG_ROW_H);
-	decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
-	for (v = lo; v <= hi + step / 2; v += step) {
-		double x = SVG_PLOT_X0 + (v - lo) * scale;
-
-		snprintf(num, sizeof(num), "%.*f", decimals, fabs(v) < step / 1e6 ? 0.0 : v);
-		fprintf(out,
-			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#dcdcdc\"/>\n"
-			"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#666\" "
-			"text-anchor=\"middle\">%s</text>\n",
-			x, SVG_TOP - 6, x, SVG_TOP + rows * SVG_ROW_H, x, SVG_TOP - 12, num);
-	}
-	fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#666\">ms</text>\n",
-		SVG_PLOT_X1 + 24, SVG_TOP - 12);
-
-	if (!n) {
-		/* Unschedulable: one row, the status PATCH. */
-		const struct stage *st = &t->stages[STAGE_BIND_REQUEST];
-		int y = SVG_TOP;
-
-		fprintf(
-		    out,
-		    "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#222\">bind_request</text>\n",
-		    SVG_LABEL_X, y + 13);
-		fprintf(out,
-			"<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#777\">PATCH pods/status "
-			"PodScheduled=False</text>\n",
-			SVG_LABEL_X, y + 25);
-		if (st->seen) {
-			double x = SVG_PLOT_X0 + (ms_between(t0, st->first_ns) - lo) * scale;
-			double w = ms_between(st->first_ns, st->last_ns) * scale;
-
-			/* The message's span: first to last chunk. */
-			fprintf(out,
-				"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" "
-				"fill=\"%s\"><title>bind_request: the PATCH, %.3f ms from first to "
-				"last chunk</title></rect>\n",
-				x, y + 6, w < 4 ? 4 : w, SVG_ROW_H - 12, role_color(st->who.role),
-				ms_between(st->first_ns, st->last_ns));
-			fprintf(out,
-				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\">%.3f ms"
-				"</text>\n",
-				x + (w < 4 ? 4 : w) + 6, y + 19,
-				ms_between(st->first_ns, st->last_ns));
-			used_roles[st->who.role <= ROLE_WATCHER ? st->who.role : 0] = true;
-		}
-	}
-	for (r = 0; r < n; r++) {
-		const struct bind_leg *l = &legs[r];
-		const struct actor *own = bind_leg__owner(l);
-		int y = SVG_TOP + r * SVG_ROW_H;
-		double x0, x1, w;
-
-		svg_label(t, l, sub, sizeof(sub));
-		fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#222\"%s>%s</text>\n",
-			SVG_LABEL_X, y + 13, l->leg == LEG_TOTAL ? " font-weight=\"bold\"" : "",
-			leg__name(l->leg));
-		fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#777\">", SVG_LABEL_X,
-			y + 25);
-		fprint_xml(out, sub);
-		fputs("</text>\n", out);
-		if (!l->seen) {
-			fprintf(out,
-				"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#b03030\" "
-				"font-style=\"italic\">missing %s: ",
-				SVG_PLOT_X0 + 4, y + 19, bind_leg__missing_end_name(l));
-			fprint_xml(out, stage__missing_reason(bind_leg__missing_end(l)));
-			fputs("</text>\n", out);
-			continue;
-		}
-		x0 = SVG_PLOT_X0 + (ms_between(t0, l->start_ns) - lo) * scale;
-		x1 = SVG_PLOT_X0 + (ms_between(t0, l->end_ns) - lo) * scale;
-		if (x1 < x0) {
-			double s = x0;
-
-			x0 = x1;
-			x1 = s;
-		}
-		w = x1 - x0 < 2 ? 2 : x1 - x0;
-		fprintf(out, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" ", x0,
-			y + 6, w, SVG_ROW_H - 12);
-		if (l->leg == LEG_TOTAL) {
-			fputs("fill=\"#8a8a8a\"", out);
-		} else if (l->from->who.role != l->to->who.role) {
-			fprintf(out, "fill=\"url(#g%d-%d)\"", l->from->who.role, l->to->who.role);
-			transit = true;
-		} else {
-			fprintf(out, "fill=\"%s\"", role_color(own->role));
-		}
-		fprintf(out, "><title>%s: %.3f ms (%s \xe2\x86\x92 %s)</title></rect>\n",
-			leg__name(l->leg), ms_between(l->start_ns, l->end_ns), l->from_name,
-			l->to_name);
-		if (l->leg != LEG_TOTAL) {
-			used_roles[l->from->who.role <= ROLE_WATCHER ? l->from->who.role : 0] =
-			    true;
-			used_roles[own->role <= ROLE_WATCHER ? own->role : 0] = true;
-		}
-		/* A negative leg is drawn from its later end: say which came first. */
-		if (l->end_ns < l->start_ns)
-			snprintf(note, sizeof(note), "%.3f ms (%s first)",
-				 ms_between(l->start_ns, l->end_ns), l->to_name);
-		else
-			snprintf(note, sizeof(note), "%.3f ms", ms_between(l->start_ns, l->end_ns));
-		/* The duration right of the bar, else left of it, else inside it (11 px text is
-		 * about 6.5 px a character). */
-		text_w = 6.5 * (double)strlen(note);
-		if (x0 + w + 6 + text_w <= SVG_W - 4)
-			fprintf(
-			    out,
-			    "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\">%s</text>\n",
-			    x0 + w + 6, y + 19, note);
-		else if (x0 - 6 - text_w >= SVG_PLOT_X0)
-			fprintf(out,
-				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#333\" "
-				"text-anchor=\"end\">%s</text>\n",
-				x0 - 6, y + 19, note);
-		else
-			fprintf(out,
-				"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#fff\" "
-				"text-anchor=\"end\">%s</text>\n",
-				x0 + w - 4, y + 19, note);
-	}
-
-	/* Legend: process colours, and what a two-colour bar means. */
-	{
-		int y = SVG_TOP + rows * SVG_ROW_H + 34, x = SVG_LABEL_X, role;
-
-		for (role = ROLE_SCHEDULER; role <= ROLE_WATCHER; role++) {
-			const char *name = role == ROLE_WATCHER
-					       ? "watcher"
-					       : process_role__name((enum process_role)role);
-
-			if (!used_roles[role])
-				continue;
-			fprintf(out,
-				"<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" rx=\"2\" "
-				"fill=\"%s\"/>\n<text x=\"%d\" y=\"%d\" font-size=\"12\" "
-				"fill=\"#333\">%s</text>\n",
-				x, y - 11, role_color((enum process_role)role), x + 20, y, name);
-			x += 40 + 8 * (int)strlen(name);
-		}
-		if (transit) {
-			fprintf(out,
-				"<rect x=\"%d\" y=\"%d\" width=\"28\" height=\"14\" rx=\"2\" "
-				"fill=\"url(#legend-transit)\"/>\n",
-				x, y - 11);
-			fprintf(
-			    out,
-			    "<defs><linearGradient id=\"legend-transit\"><stop offset=\"0\" "
-			    "stop-color=\"#4e79a7\"/><stop offset=\"1\" stop-color=\"#59a14f\"/>"
-			    "</linearGradient></defs>\n");
-			fprintf(
-			    out,
-			    "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#333\">between two "
-			    "processes (sender \xe2\x86\x92 receiver)</text>\n",
-			    x + 34, y);
-		}
-		fprintf(out,
-			"<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#888\">kernel timestamps "
-			"(CLOCK_MONOTONIC) of the first byte written and the last byte read, in ms "
-			"from bind_request; bindtrace</text>\n",
-			SVG_LABEL_X, y + 24);
-	}
-	fputs("</svg>\n", out);
-	return ferror(out) ? -EIO : 0;
 }
 
 /* ---- Markdown ---- */
@@ -541,20 +191,19 @@ static void md_leg_heading(FILE *out, const struct bind_timeline *t, const struc
 		      out);
 		fprint_md(out, buf);
 	} else {
-		leg_between(buf, sizeof(buf), l->leg, false);
+		leg__between(buf, sizeof(buf), l->leg);
 		fputs(buf, out);
 	}
 	fputs("**, ", out);
 }
 
-int report__write_markdown(FILE *out, const struct bind_view *view, const char *svg_href,
-			   const struct identities *ids)
+/* The heading and the table of the bind's facts, with the waterfall. */
+static void md_summary(FILE *out, const struct bind_view *view, const char *svg_href)
 {
 	const struct bind_timeline *t = view->t;
 	const struct bind_leg *legs = view->legs;
-	const struct citation *ci = &t->citation;
 	uint64_t t0 = view->origin_ns;
-	int n = view->n_legs, i, s, w, step = 0, missing = 0;
+	int n = view->n_legs;
 
 	fputs("# Pod bind: ", out);
 	fprint_md(out, t->namespace_);
@@ -609,64 +258,85 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 		fprint_md(out, svg_href);
 		fputs(">)\n\n", out);
 	}
+}
 
-	/* The path, leg by leg. */
+/* An unschedulable pod's path: the scheduler's status PATCH instead of a Binding. */
+static void md_unschedulable(FILE *out, const struct bind_timeline *t)
+{
+	const struct stage *st = &t->stages[STAGE_BIND_REQUEST];
+
+	fputs("The pod fits no node: the scheduler posted no Binding. It ", out);
+	if (st->seen) {
+		fputs("recorded the failure itself — ", out);
+		md_who(out, &st->who);
+		fputs(" sent `PATCH pods/", out);
+		fprint_md(out, t->name);
+		fputs("/status` with condition PodScheduled=False", out);
+	} else {
+		fputs("recorded PodScheduled=False", out);
+	}
+	if (t->status_reason[0]) {
+		fputs(" (", out);
+		fprint_md(out, t->status_reason);
+		fputc(')', out);
+	}
+	fputs(".\n\n", out);
+}
+
+/* One leg of the path: its time and ends, or which end is missing and why. */
+static void md_leg(FILE *out, const struct bind_view *view, const struct bind_leg *l, int step)
+{
+	uint64_t t0 = view->origin_ns;
+
+	fprintf(out, "%d. ", step);
+	md_leg_heading(out, view->t, l);
+	fprintf(out, "`%s`", leg__name(l->leg));
+	if (l->seen) {
+		fprintf(out, ": **%.3f ms** — ", ms_between(l->start_ns, l->end_ns));
+		md_arrows(out, leg__description(l->leg));
+		if (l->end_ns < l->start_ns)
+			fprintf(out, "; negative: `%s` came first", l->to_name);
+		if (l->leg == LEG_WAL_FSYNC)
+			fprintf(out, " (from %+.3f to %+.3f ms)", ms_between(t0, l->start_ns),
+				ms_between(t0, l->end_ns));
+		else
+			fprintf(out, " (`%s` at %+.3f ms → `%s` at %+.3f ms)", l->from_name,
+				ms_between(t0, l->start_ns), l->to_name, ms_between(t0, l->end_ns));
+	} else {
+		fprintf(out, ": not measured — `%s` is missing (", bind_leg__missing_end_name(l));
+		fprint_md(out, stage__missing_reason(bind_leg__missing_end(l)));
+		fputs("); ", out);
+		md_arrows(out, leg__description(l->leg));
+	}
+	fputs(".\n", out);
+}
+
+/* The path, leg by leg (the total, the view's first leg, closes it). */
+static void md_path(FILE *out, const struct bind_view *view)
+{
+	const struct bind_leg *total = view->n_legs ? &view->legs[0] : NULL;
+	int i;
+
 	fputs("## Path: scheduler → apiserver → etcd → watchers\n\n", out);
-	if (t->result == BIND_RESULT_UNSCHEDULABLE) {
-		const struct stage *st = &t->stages[STAGE_BIND_REQUEST];
-
-		fputs("The pod fits no node: the scheduler posted no Binding. It ", out);
-		if (st->seen) {
-			fputs("recorded the failure itself — ", out);
-			md_who(out, &st->who);
-			fputs(" sent `PATCH pods/", out);
-			fprint_md(out, t->name);
-			fputs("/status` with condition PodScheduled=False", out);
-		} else {
-			fputs("recorded PodScheduled=False", out);
-		}
-		if (t->status_reason[0]) {
-			fputs(" (", out);
-			fprint_md(out, t->status_reason);
-			fputc(')', out);
-		}
-		fputs(".\n\n", out);
-	}
-	for (i = 1; i < n; i++) {
-		const struct bind_leg *l = &legs[i];
-
-		fprintf(out, "%d. ", ++step);
-		md_leg_heading(out, t, l);
-		fprintf(out, "`%s`", leg__name(l->leg));
-		if (l->seen) {
-			fprintf(out, ": **%.3f ms** — ", ms_between(l->start_ns, l->end_ns));
-			md_arrows(out, leg__description(l->leg));
-			if (l->end_ns < l->start_ns)
-				fprintf(out, "; negative: `%s` came first", l->to_name);
-			if (l->leg == LEG_WAL_FSYNC)
-				fprintf(out, " (from %+.3f to %+.3f ms)",
-					ms_between(t0, l->start_ns), ms_between(t0, l->end_ns));
-			else
-				fprintf(out, " (`%s` at %+.3f ms → `%s` at %+.3f ms)", l->from_name,
-					ms_between(t0, l->start_ns), l->to_name,
-					ms_between(t0, l->end_ns));
-		} else {
-			fprintf(out, ": not measured — `%s` is missing (",
-				bind_leg__missing_end_name(l));
-			fprint_md(out, stage__missing_reason(bind_leg__missing_end(l)));
-			fputs("); ", out);
-			md_arrows(out, leg__description(l->leg));
-		}
-		fputs(".\n", out);
-	}
-	if (n && legs[0].seen)
+	if (view->t->result == BIND_RESULT_UNSCHEDULABLE)
+		md_unschedulable(out, view->t);
+	for (i = 1; i < view->n_legs; i++)
+		md_leg(out, view, &view->legs[i], i);
+	if (total && total->seen)
 		fprintf(out,
 			"\nIn all, **%.3f ms** from the scheduler's first byte of the POST to "
 			"its reading the last byte of the answer.\n",
-			ms_between(legs[0].start_ns, legs[0].end_ns));
+			ms_between(total->start_ns, total->end_ns));
 	fputs("\n", out);
+}
 
-	/* Every stage. */
+/* Every stage, the watchers' included. */
+static void md_stages(FILE *out, const struct bind_view *view)
+{
+	const struct bind_timeline *t = view->t;
+	uint64_t t0 = view->origin_ns;
+	int s, w;
+
 	fputs("## Stages\n\n| Stage | +ms | Process | Detail |\n|---|---:|---|---|\n", out);
 	for (s = 0; s < STAGE_MAX; s++) {
 		const struct stage *st = &t->stages[s];
@@ -711,8 +381,13 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 		}
 	}
 	fputs("\n", out);
+}
 
-	/* Where the bind was issued. */
+/* Where the bind was issued. */
+static void md_citation(FILE *out, const struct citation *ci)
+{
+	int i;
+
 	fputs("## Where the bind was issued\n\n", out);
 	if (ci->known && ci->cited >= 0 && ci->cited < ci->n_frames) {
 		const struct frame_line *f = &ci->frames[ci->cited];
@@ -759,66 +434,78 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 		    "scheduler, or the bind began before bindtrace attached).\n\n",
 		    out);
 	}
+}
 
-	/* Watchers. */
+/* A watcher's row: who, where, how, nodeName before and after, when sent and read. */
+static void md_watcher_row(FILE *out, const struct bind_view *view, const struct watcher *wa)
+{
+	char wn[96];
+
+	watcher__name(wn, sizeof(wn), wa);
+	fputs("| ", out);
+	fprint_md(out, wa->user_agent[0] ? wa->user_agent : wn);
+	fputs(" | ", out);
+	if (wa->sent.who.peer_pid) {
+		fprint_md(out, wa->sent.who.peer_comm[0] ? wa->sent.who.peer_comm : "?");
+		fprintf(out, " (pid %d)", wa->sent.who.peer_pid);
+	} else {
+		fputs("—", out);
+	}
+	fputs(" | ", out);
+	fprint_md(out, wa->sent.who.raddr);
+	fputs(" | ", out);
+	fprint_md(out, wa->encoding);
+	fputs(" | ", out);
+	fprint_md(out, wa->event_type);
+	fputs(" | \"", out);
+	fprint_md(out, wa->before_known ? wa->node_before : "?");
+	fputs("\" → \"", out);
+	fprint_md(out, wa->node_after);
+	fputs("\" | ", out);
+	if (wa->sent.seen)
+		fprintf(out, "%+.3f", ms_between(view->origin_ns, wa->sent.mono_ns));
+	else
+		fputs("—", out);
+	fputs(" | ", out);
+	if (wa->received.seen) {
+		fprintf(out, "%+.3f", ms_between(view->origin_ns, wa->received.mono_ns));
+	} else {
+		fputs("— (", out);
+		fprint_md(out, wa->received.missing[0] ? wa->received.missing : "not traced");
+		fputc(')', out);
+	}
+	fputs(" |\n", out);
+}
+
+/* What the watchers saw. */
+static void md_watchers(FILE *out, const struct bind_view *view)
+{
+	const struct bind_timeline *t = view->t;
+	int w;
+
 	fputs("## What the watchers saw\n\n", out);
 	if (!t->n_watchers) {
 		fputs("No watch event carrying this bind was seen.\n\n", out);
-	} else {
-		fputs("| Watcher | Process | Address | Encoding | Event | nodeName | Sent (+ms) | "
-		      "Received (+ms) |\n|---|---|---|---|---|---|---:|---:|\n",
-		      out);
-		for (w = 0; w < t->n_watchers; w++) {
-			const struct watcher *wa = &t->watchers[w];
-			char wn[96];
-
-			watcher__name(wn, sizeof(wn), wa);
-			fputs("| ", out);
-			fprint_md(out, wa->user_agent[0] ? wa->user_agent : wn);
-			fputs(" | ", out);
-			if (wa->sent.who.peer_pid) {
-				fprint_md(out,
-					  wa->sent.who.peer_comm[0] ? wa->sent.who.peer_comm : "?");
-				fprintf(out, " (pid %d)", wa->sent.who.peer_pid);
-			} else {
-				fputs("—", out);
-			}
-			fputs(" | ", out);
-			fprint_md(out, wa->sent.who.raddr);
-			fputs(" | ", out);
-			fprint_md(out, wa->encoding);
-			fputs(" | ", out);
-			fprint_md(out, wa->event_type);
-			fputs(" | \"", out);
-			if (wa->before_known)
-				fprint_md(out, wa->node_before);
-			else
-				fputs("?", out);
-			fputs("\" → \"", out);
-			fprint_md(out, wa->node_after);
-			fputs("\" | ", out);
-			if (wa->sent.seen)
-				fprintf(out, "%+.3f", ms_between(t0, wa->sent.mono_ns));
-			else
-				fputs("—", out);
-			fputs(" | ", out);
-			if (wa->received.seen) {
-				fprintf(out, "%+.3f", ms_between(t0, wa->received.mono_ns));
-			} else {
-				fputs("— (", out);
-				fprint_md(out, wa->received.missing[0] ? wa->received.missing
-								       : "not traced");
-				fputc(')', out);
-			}
-			fputs(" |\n", out);
-		}
-		if (t->watchers_dropped)
-			fprintf(out, "\n%d more watchers were sent the event (not listed).\n",
-				t->watchers_dropped);
-		fputs("\n", out);
+		return;
 	}
+	fputs("| Watcher | Process | Address | Encoding | Event | nodeName | Sent (+ms) | "
+	      "Received (+ms) |\n|---|---|---|---|---|---|---:|---:|\n",
+	      out);
+	for (w = 0; w < t->n_watchers; w++)
+		md_watcher_row(out, view, &t->watchers[w]);
+	if (t->watchers_dropped)
+		fprintf(out, "\n%d more watchers were sent the event (not listed).\n",
+			t->watchers_dropped);
+	fputs("\n", out);
+}
 
-	/* What is missing. */
+/* What is missing, and what may have hidden something. */
+static void md_missing(FILE *out, const struct bind_view *view)
+{
+	const struct bind_timeline *t = view->t;
+	uint64_t t0 = view->origin_ns;
+	int i, s, missing = 0;
+
 	fputs("## Missing stages\n\n", out);
 	for (s = 0; s < STAGE_MAX; s++) {
 		const struct stage *st = &t->stages[s];
@@ -854,8 +541,13 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 				t->txns[i].revision);
 	}
 	fputs("\n", out);
+}
 
-	/* The processes. */
+/* The processes, from the registry of identities. */
+static void md_processes(FILE *out, const struct identities *ids)
+{
+	int i;
+
 	fputs("## Processes\n\n", out);
 	if (!identities__count(ids)) {
 		fputs("Not recorded.\n\n", out);
@@ -884,7 +576,11 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 		}
 		fputs("\n", out);
 	}
+}
 
+/* How to check the numbers. */
+static void md_how_to_check(FILE *out)
+{
 	fputs(
 	    "## How to check\n\n"
 	    "Times are kernel CLOCK_MONOTONIC stamps taken by bindtrace's probes: a sender's stage "
@@ -895,6 +591,19 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 	    "(DIR/README.md says how to check each one), and with `--json` for the raw "
 	    "timeline.\n",
 	    out);
+}
+
+int report__write_markdown(FILE *out, const struct bind_view *view, const char *svg_href,
+			   const struct identities *ids)
+{
+	md_summary(out, view, svg_href);
+	md_path(out, view);
+	md_stages(out, view);
+	md_citation(out, &view->t->citation);
+	md_watchers(out, view);
+	md_missing(out, view);
+	md_processes(out, ids);
+	md_how_to_check(out);
 	return ferror(out) ? -EIO : 0;
 }
 
