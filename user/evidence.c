@@ -477,92 +477,109 @@ static int write_lines(int dir_fd, const char *name, struct lines *l, json_t *he
 	return output_file__close(f);
 }
 
-int evidence__bind(struct evidence *ev, const struct bind_view *view, const struct identities *ids)
+/* DIR/NNNN-ns-name, made anew: a directory left by an earlier run with the same number gets a
+ * suffix, never reused. Its fd, or -errno. */
+static int bind_dir__create(struct evidence *ev, const struct bind_timeline *t)
 {
-	const struct bind_timeline *t = view->t;
-	struct stage_ref refs[STAGE_MAX + 2 * BIND_MAX_WATCHERS];
-	struct lines msgs = {}, kernel = {};
 	char ns[BIND_NS_MAX], name[BIND_NAME_MAX], sub[BIND_NS_MAX + BIND_NAME_MAX + 48];
-	json_t *header = NULL, *bins = NULL;
-	const char *what = "";
-	int n_refs, sub_fd = -1, attempt, i, err = 0;
-	FILE *f;
+	int attempt, fd;
 
 	sanitize(ns, sizeof(ns), t->namespace_);
 	sanitize(name, sizeof(name), t->name);
-	/* A directory left by an earlier run with the same number gets a suffix, never reused. */
 	for (attempt = 0;; attempt++) {
 		if (attempt)
 			snprintf(sub, sizeof(sub), "%04" PRIu64 "-%s-%s.%d", t->seq, ns, name,
 				 attempt);
 		else
 			snprintf(sub, sizeof(sub), "%04" PRIu64 "-%s-%s", t->seq, ns, name);
-		sub_fd = output_dir__create_at(ev->dir_fd, sub);
-		if (sub_fd >= 0)
-			break;
-		if (sub_fd != -EEXIST || attempt == 99) {
-			err = sub_fd;
-			what = "create the bind's directory";
-			goto report;
-		}
+		fd = output_dir__create_at(ev->dir_fd, sub);
+		if (fd >= 0 || fd != -EEXIST || attempt == 99)
+			return fd;
 	}
+}
 
-	f = output_file__open_at(sub_fd, "bind.json", true);
-	if (!f) {
-		err = -errno;
-		what = "write bind.json";
-		goto report;
-	}
+/* bind.json: the bind's JSON object, as --json prints it. */
+static int write_bind_json(int dir_fd, const struct bind_view *view)
+{
+	FILE *f = output_file__open_at(dir_fd, "bind.json", true);
+
+	if (!f)
+		return -errno;
 	bind_json__print(f, view);
-	if (output_file__close(f)) {
-		err = -EIO;
-		what = "write bind.json";
-		goto report;
-	}
+	return output_file__close(f);
+}
 
-	n_refs = stage_refs(t, refs);
-	collect_messages(ev, t, refs, n_refs, &msgs);
-	err = write_lines(sub_fd, "messages.jsonl", &msgs, NULL);
-	if (err) {
-		what = "write messages.jsonl";
-		goto report;
-	}
-	collect_kernel(ev, t, refs, n_refs, &kernel);
-	header = json_pack("{s:s, s:I, s:s}", "event", "header", "wall_offset_ns",
-			   (json_int_t)ev->wall_offset_ns, "clock", "CLOCK_MONOTONIC");
-	err = write_lines(sub_fd, "kernel.jsonl", &kernel, header);
-	if (err) {
-		what = "write kernel.jsonl";
-		goto report;
-	}
+/* binaries.json: the registry's identities. */
+static int write_binaries(int dir_fd, const struct identities *ids)
+{
+	json_t *bins = json_array();
+	FILE *f;
+	int i;
 
-	bins = json_array();
 	for (i = 0; i < identities__count(ids); i++)
 		json_array_append(bins, identities__at(ids, i)->detail);
-	f = output_file__open_at(sub_fd, "binaries.json", true);
+	f = output_file__open_at(dir_fd, "binaries.json", true);
 	if (!f) {
-		err = -errno;
-		what = "write binaries.json";
-		goto report;
+		json_decref(bins);
+		return -errno;
 	}
 	json_dumpf(bins, f, JSON_INDENT(2));
 	fputc('\n', f);
-	if (output_file__close(f)) {
-		err = -EIO;
-		what = "write binaries.json";
+	json_decref(bins);
+	return output_file__close(f);
+}
+
+/* messages.jsonl and kernel.jsonl: what the log kept behind the bind's stages. */
+static int write_events(struct evidence *ev, int dir_fd, const struct bind_timeline *t,
+			const char **what)
+{
+	struct stage_ref refs[STAGE_MAX + 2 * BIND_MAX_WATCHERS];
+	struct lines msgs = {}, kernel = {};
+	json_t *header;
+	int n_refs, err;
+
+	n_refs = stage_refs(t, refs);
+	collect_messages(ev, t, refs, n_refs, &msgs);
+	*what = "write messages.jsonl";
+	err = write_lines(dir_fd, "messages.jsonl", &msgs, NULL);
+	if (!err) {
+		collect_kernel(ev, t, refs, n_refs, &kernel);
+		header = json_pack("{s:s, s:I, s:s}", "event", "header", "wall_offset_ns",
+				   (json_int_t)ev->wall_offset_ns, "clock", "CLOCK_MONOTONIC");
+		*what = "write kernel.jsonl";
+		err = write_lines(dir_fd, "kernel.jsonl", &kernel, header);
+		json_decref(header);
 	}
-report:
+	lines__free(&msgs);
+	lines__free(&kernel);
+	return err;
+}
+
+int evidence__bind(struct evidence *ev, const struct bind_view *view, const struct identities *ids)
+{
+	const struct bind_timeline *t = view->t;
+	const char *what = "create the bind's directory";
+	int dir_fd, err;
+
+	dir_fd = bind_dir__create(ev, t);
+	err = dir_fd < 0 ? dir_fd : 0;
+	if (!err) {
+		what = "write bind.json";
+		err = write_bind_json(dir_fd, view);
+	}
+	if (!err)
+		err = write_events(ev, dir_fd, t, &what);
+	if (!err) {
+		what = "write binaries.json";
+		err = write_binaries(dir_fd, ids);
+	}
 	if (err && !ev->failed) {
 		fprintf(stderr, "bindtrace: --evidence %s: cannot %s for %s/%s: %s\n", ev->dir,
 			what, t->namespace_, t->name, strerror(-err));
 		ev->failed = true;
 	}
-	if (sub_fd >= 0)
-		close(sub_fd);
-	json_decref(header);
-	json_decref(bins);
-	lines__free(&msgs);
-	lines__free(&kernel);
+	if (dir_fd >= 0)
+		close(dir_fd);
 	return err;
 }
 

@@ -312,62 +312,56 @@ static void pf_flow(struct perfetto *p, const struct bind_timeline *t, const str
 	pf_emit(p, ev, b->start_ns + (b->end_ns - b->start_ns) / 2, -1);
 }
 
-void perfetto__bind(struct perfetto *p, const struct bind_view *view)
+/* A leg as a complete slice on the process where it ends (a negative one drawn from its later
+ * end); false when it was not seen. */
+static bool pf_leg_slice(struct perfetto *p, const struct bind_timeline *t,
+			 const struct bind_leg *l, struct pf_slice *sl)
 {
-	const struct bind_timeline *t = view->t;
-	const struct bind_leg *legs = view->legs;
-	struct pf_slice slices[BIND_MAX_LEGS];
-	const struct stage *first = NULL;
-	struct pf_proc *pp;
-	json_t *args, *missing, *ev;
+	const struct actor *own = bind_leg__owner(l);
+	int64_t dur = (int64_t)(l->end_ns - l->start_ns);
 	char name[BIND_NS_MAX + BIND_NAME_MAX + 64];
-	int n = view->n_legs, n_slices = 0, i, j, s, w;
+	struct pf_proc *pp;
+	json_t *args, *ev;
 
-	for (i = 0; i < n; i++) {
-		const struct bind_leg *l = &legs[i];
-		const struct actor *own = bind_leg__owner(l);
-		struct pf_slice *sl;
-		int64_t dur = (int64_t)(l->end_ns - l->start_ns);
-
-		if (!l->seen || !(pp = pf_proc_of(p, own)))
-			continue;
-		sl = &slices[n_slices++];
-		sl->leg = l;
-		sl->pid = own->pid;
-		sl->start_ns = dur >= 0 ? l->start_ns : l->end_ns;
-		sl->end_ns = dur >= 0 ? l->end_ns : l->start_ns;
-		sl->tid = pf_lane(p, pp, sl->start_ns, sl->end_ns);
-		args = pf_bind_args(t);
-		json_object_set_new(args, "leg", json_string(leg__name(l->leg)));
-		json_object_set_new(args, "from", json_string(l->from_name));
-		json_object_set_new(args, "to", json_string(l->to_name));
-		json_object_set_new(args, "from_pid", json_integer(l->from->who.pid));
-		json_object_set_new(args, "to_pid", json_integer(l->to->who.pid));
-		json_object_set_new(args, "duration_ns", json_integer(dur));
-		json_object_set_new(args, "description", json_string(leg__description(l->leg)));
-		if (l->watcher >= 0) {
-			json_object_set_new(args, "watcher", json_integer(l->watcher));
-			json_object_set_new(args, "user_agent",
-					    pf_string(t->watchers[l->watcher].user_agent));
-		}
-		if (l->leg == LEG_TOTAL) {
-			json_object_set_new(args, "result",
-					    json_string(bind_result__name(t->result)));
-			json_object_set_new(args, "node", pf_string(t->node));
-			json_object_set_new(args, "revision", json_integer(t->revision));
-			snprintf(name, sizeof(name), "bind %s/%s", t->namespace_, t->name);
-		} else {
-			snprintf(name, sizeof(name), "%s", leg__name(l->leg));
-		}
-		ev = json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", "ph", "X", "cat", "leg", "name",
-			       pf_string(name), "pid", (int)sl->pid, "tid", (int)sl->tid, "args",
-			       args);
-		pf_emit(p, ev, sl->start_ns, (int64_t)(sl->end_ns - sl->start_ns));
+	if (!l->seen || !(pp = pf_proc_of(p, own)))
+		return false;
+	sl->leg = l;
+	sl->pid = own->pid;
+	sl->start_ns = dur >= 0 ? l->start_ns : l->end_ns;
+	sl->end_ns = dur >= 0 ? l->end_ns : l->start_ns;
+	sl->tid = pf_lane(p, pp, sl->start_ns, sl->end_ns);
+	args = pf_bind_args(t);
+	json_object_set_new(args, "leg", json_string(leg__name(l->leg)));
+	json_object_set_new(args, "from", json_string(l->from_name));
+	json_object_set_new(args, "to", json_string(l->to_name));
+	json_object_set_new(args, "from_pid", json_integer(l->from->who.pid));
+	json_object_set_new(args, "to_pid", json_integer(l->to->who.pid));
+	json_object_set_new(args, "duration_ns", json_integer(dur));
+	json_object_set_new(args, "description", json_string(leg__description(l->leg)));
+	if (l->watcher >= 0) {
+		json_object_set_new(args, "watcher", json_integer(l->watcher));
+		json_object_set_new(args, "user_agent",
+				    pf_string(t->watchers[l->watcher].user_agent));
 	}
-	for (i = 0; i < n_slices; i++)
-		for (j = 0; j < n_slices; j++)
-			if (bind_leg__follows(slices[i].leg, slices[j].leg))
-				pf_flow(p, t, &slices[i], &slices[j]);
+	if (l->leg == LEG_TOTAL) {
+		json_object_set_new(args, "result", json_string(bind_result__name(t->result)));
+		json_object_set_new(args, "node", pf_string(t->node));
+		json_object_set_new(args, "revision", json_integer(t->revision));
+		snprintf(name, sizeof(name), "bind %s/%s", t->namespace_, t->name);
+	} else {
+		snprintf(name, sizeof(name), "%s", leg__name(l->leg));
+	}
+	ev = json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", "ph", "X", "cat", "leg", "name",
+		       pf_string(name), "pid", (int)sl->pid, "tid", (int)sl->tid, "args", args);
+	pf_emit(p, ev, sl->start_ns, (int64_t)(sl->end_ns - sl->start_ns));
+	return true;
+}
+
+/* Every stage seen as an instant on its process; returns the earliest of the bind's own. */
+static const struct stage *pf_stage_instants(struct perfetto *p, const struct bind_timeline *t)
+{
+	const struct stage *first = NULL;
+	int s, w;
 
 	for (s = 0; s < STAGE_MAX; s++) {
 		const struct stage *st = &t->stages[s];
@@ -384,35 +378,59 @@ void perfetto__bind(struct perfetto *p, const struct bind_view *view)
 		if (t->watchers[w].received.seen)
 			pf_instant(p, t, "watch_event_received", &t->watchers[w].received, w);
 	}
+	return first;
+}
 
-	/* The bind as a whole, with what is missing, where it began. */
+/* The bind as a whole, with what is missing, where it began. */
+static void pf_bind_instant(struct perfetto *p, const struct bind_view *view,
+			    const struct stage *first)
+{
+	const struct bind_timeline *t = view->t;
+	char name[BIND_NS_MAX + BIND_NAME_MAX + 64];
+	json_t *args, *missing, *ev;
+	struct pf_proc *pp;
+	int s;
+
 	if (t->stages[STAGE_BIND_REQUEST].seen)
 		first = &t->stages[STAGE_BIND_REQUEST];
-	if (first && (pp = pf_proc_of(p, &first->who))) {
-		args = pf_bind_args(t);
-		missing = json_object();
-		json_object_set_new(args, "result", json_string(bind_result__name(t->result)));
-		json_object_set_new(args, "status_code", json_integer(t->status_code));
-		json_object_set_new(args, "node", pf_string(t->node));
-		json_object_set_new(args, "revision", json_integer(t->revision));
-		for (s = 0; s < STAGE_MAX; s++)
-			if (!t->stages[s].seen &&
-			    (t->result != BIND_RESULT_UNSCHEDULABLE || s == STAGE_BIND_REQUEST))
-				json_object_set_new(missing, stage__name((enum stage_id)s),
-						    pf_string(t->stages[s].missing));
-		json_object_set_new(args, "missing", missing);
-		if (t->gap || t->drops || t->started_midway)
-			json_object_set_new(args, "incomplete",
-					    json_pack("{s:b, s:b, s:b}", "gap", t->gap, "drops",
-						      t->drops, "started_midway",
-						      t->started_midway));
-		snprintf(name, sizeof(name), "bind %s/%s: %s", t->namespace_, t->name,
-			 bind_result__name(t->result));
-		ev = json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:o}", "ph", "i", "s", "t", "cat",
-			       "bind", "name", pf_string(name), "pid", (int)first->who.pid, "tid",
-			       (int)pp->stages_tid, "args", args);
-		pf_emit(p, ev, first->mono_ns, -1);
-	}
+	if (!first || !(pp = pf_proc_of(p, &first->who)))
+		return;
+	args = pf_bind_args(t);
+	missing = json_object();
+	json_object_set_new(args, "result", json_string(bind_result__name(t->result)));
+	json_object_set_new(args, "status_code", json_integer(t->status_code));
+	json_object_set_new(args, "node", pf_string(t->node));
+	json_object_set_new(args, "revision", json_integer(t->revision));
+	for (s = 0; s < STAGE_MAX; s++)
+		if (!t->stages[s].seen && bind_view__has_stage(view, (enum stage_id)s))
+			json_object_set_new(missing, stage__name((enum stage_id)s),
+					    pf_string(t->stages[s].missing));
+	json_object_set_new(args, "missing", missing);
+	if (t->gap || t->drops || t->started_midway)
+		json_object_set_new(args, "incomplete",
+				    json_pack("{s:b, s:b, s:b}", "gap", t->gap, "drops", t->drops,
+					      "started_midway", t->started_midway));
+	snprintf(name, sizeof(name), "bind %s/%s: %s", t->namespace_, t->name,
+		 bind_result__name(t->result));
+	ev = json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:o}", "ph", "i", "s", "t", "cat", "bind",
+		       "name", pf_string(name), "pid", (int)first->who.pid, "tid",
+		       (int)pp->stages_tid, "args", args);
+	pf_emit(p, ev, first->mono_ns, -1);
+}
+
+void perfetto__bind(struct perfetto *p, const struct bind_view *view)
+{
+	struct pf_slice slices[BIND_MAX_LEGS];
+	int n_slices = 0, i, j;
+
+	for (i = 0; i < view->n_legs; i++)
+		if (pf_leg_slice(p, view->t, &view->legs[i], &slices[n_slices]))
+			n_slices++;
+	for (i = 0; i < n_slices; i++)
+		for (j = 0; j < n_slices; j++)
+			if (bind_leg__follows(slices[i].leg, slices[j].leg))
+				pf_flow(p, view->t, &slices[i], &slices[j]);
+	pf_bind_instant(p, view, pf_stage_instants(p, view->t));
 	fflush(p->f);
 }
 

@@ -39,19 +39,17 @@ static void print_stage(FILE *out, const char *name, const struct stage *st, uin
 		name, st->who.comm, st->who.pid, extra ? extra : "");
 }
 
-void timeline__print(FILE *out, const struct bind_view *view)
+/* "bind #N ns/name -> node  result (code reason)  rev R  total T ms  at HH:MM:SS.us", and the
+ * line that issued it. */
+static void print_headline(FILE *out, const struct bind_view *view, uint64_t t0)
 {
 	const struct bind_timeline *t = view->t;
-	int64_t wall_offset_ns = view->wall_offset_ns;
 	const struct citation *ci = &t->citation;
-	uint64_t t0 = origin(t);
-	char extra[1024], when[64];
-	int64_t d;
-	time_t secs;
+	int64_t wall = (int64_t)t0 + view->wall_offset_ns, d;
+	time_t secs = (time_t)(wall / 1000000000);
+	char when[64];
 	struct tm tm;
-	int s, w, l;
 
-	secs = (time_t)((int64_t)(t0 + wall_offset_ns) / 1000000000);
 	localtime_r(&secs, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	fprintf(out, "bind #%" PRIu64 " %s/%s", t->seq, t->namespace_, t->name);
@@ -67,57 +65,73 @@ void timeline__print(FILE *out, const struct bind_view *view)
 		fprintf(out, "  rev %" PRId64, t->revision);
 	if (leg__duration(t, LEG_TOTAL, -1, &d))
 		fprintf(out, "  total %.3f ms", ms(d));
-	fprintf(out, "  at %s.%06" PRIu64 "\n", when,
-		(uint64_t)((t0 + wall_offset_ns) % 1000000000) / 1000);
+	fprintf(out, "  at %s.%06" PRIu64 "\n", when, (uint64_t)(wall % 1000000000) / 1000);
 	if (ci->known && ci->cited >= 0 && ci->cited < ci->n_frames)
 		fprintf(out, "  issued at %s:%d (%s), %s%s%s%.12s%s\n", ci->frames[ci->cited].file,
 			ci->frames[ci->cited].line, ci->frames[ci->cited].func,
 			ci->kubernetes_version[0] ? "k8s.io/kubernetes " : "",
 			ci->kubernetes_version, ci->commit[0] ? " (commit " : "", ci->commit,
 			ci->commit[0] ? ")" : "");
+}
+
+/* What a stage was: the request, the Txn's key, the revision, the status. */
+static void stage_detail(char *extra, size_t cap, const struct bind_timeline *t, int s)
+{
+	const struct stage *st = &t->stages[s];
+
+	extra[0] = '\0';
+	if (!st->seen)
+		return;
+	switch (s) {
+	case STAGE_BIND_REQUEST:
+		if (t->result == BIND_RESULT_UNSCHEDULABLE)
+			snprintf(extra, cap, "PATCH pods/status PodScheduled=False");
+		else
+			snprintf(extra, cap, "POST pods/%s/binding", t->name);
+		break;
+	case STAGE_ETCD_WAL_FSYNC:
+		snprintf(extra, cap, "fdatasync %.3f ms",
+			 ms((int64_t)(st->last_ns - st->first_ns)));
+		break;
+	case STAGE_ETCD_TXN_SENT:
+	case STAGE_ETCD_TXN_RECEIVED:
+		snprintf(extra, cap, "Txn /registry/pods/%s/%s", t->namespace_, t->name);
+		break;
+	case STAGE_ETCD_TXN_RESPONSE:
+	case STAGE_ETCD_WATCH_EVENT:
+		snprintf(extra, cap, "revision %" PRId64, t->revision);
+		break;
+	case STAGE_BIND_RESPONSE:
+	case STAGE_BIND_RESPONSE_RECEIVED:
+		snprintf(extra, cap, "%d", t->status_code);
+		break;
+	}
+}
+
+static void print_stages(FILE *out, const struct bind_view *view, uint64_t t0)
+{
+	char extra[1024];
+	int s;
+
 	fprintf(out, "  %10s  %-24s %-15s %7s\n", "MS", "STAGE", "PROCESS", "PID");
 	for (s = 0; s < STAGE_MAX; s++) {
-		const struct stage *st = &t->stages[s];
-
-		extra[0] = '\0';
-		if (st->seen) {
-			switch (s) {
-			case STAGE_BIND_REQUEST:
-				if (t->result == BIND_RESULT_UNSCHEDULABLE)
-					snprintf(extra, sizeof(extra),
-						 "PATCH pods/status PodScheduled=False");
-				else
-					snprintf(extra, sizeof(extra), "POST pods/%s/binding",
-						 t->name);
-				break;
-			case STAGE_ETCD_WAL_FSYNC:
-				snprintf(extra, sizeof(extra), "fdatasync %.3f ms",
-					 ms((int64_t)(st->last_ns - st->first_ns)));
-				break;
-			case STAGE_ETCD_TXN_SENT:
-			case STAGE_ETCD_TXN_RECEIVED:
-				snprintf(extra, sizeof(extra), "Txn /registry/pods/%s/%s",
-					 t->namespace_, t->name);
-				break;
-			case STAGE_ETCD_TXN_RESPONSE:
-			case STAGE_ETCD_WATCH_EVENT:
-				snprintf(extra, sizeof(extra), "revision %" PRId64, t->revision);
-				break;
-			case STAGE_BIND_RESPONSE:
-			case STAGE_BIND_RESPONSE_RECEIVED:
-				snprintf(extra, sizeof(extra), "%d", t->status_code);
-				break;
-			}
-		}
-		if (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST)
+		if (!bind_view__has_stage(view, (enum stage_id)s))
 			continue;
-		print_stage(out, stage__name((enum stage_id)s), st, t0, extra);
+		stage_detail(extra, sizeof(extra), view->t, s);
+		print_stage(out, stage__name((enum stage_id)s), &view->t->stages[s], t0, extra);
 	}
+}
+
+/* Each watcher: when the apiserver sent it the event, and when it read it. */
+static void print_watchers(FILE *out, const struct bind_timeline *t, uint64_t t0)
+{
+	char extra[1024];
+	int w;
+
 	if (t->n_watchers)
 		fprintf(out, "  watchers (MODIFIED at revision %lld):\n", (long long)t->revision);
 	for (w = 0; w < t->n_watchers; w++) {
 		const struct watcher *wa = &t->watchers[w];
-
 		char peer[64] = "";
 
 		if (wa->sent.who.peer_pid)
@@ -132,9 +146,17 @@ void timeline__print(FILE *out, const struct bind_view *view)
 	}
 	if (t->watchers_dropped)
 		fprintf(out, "  (%d more watchers not shown)\n", t->watchers_dropped);
+}
+
+/* The path's legs on one line, then what was retried and what may be incomplete. */
+static void print_legs(FILE *out, const struct bind_timeline *t)
+{
+	int64_t d;
+	int l;
+
 	fprintf(out, "  legs:");
 	for (l = 0; l < LEG_MAX; l++) {
-		if (l == LEG_WATCH_FANOUT || l == LEG_WATCH_DELIVERY || l == LEG_TOTAL)
+		if (leg__per_watcher((enum leg_id)l) || l == LEG_TOTAL)
 			continue;
 		if (leg__duration(t, (enum leg_id)l, -1, &d))
 			fprintf(out, " %s %.3f", leg__name((enum leg_id)l), ms(d));
@@ -147,6 +169,16 @@ void timeline__print(FILE *out, const struct bind_view *view)
 		fprintf(out, "  incomplete: %d stages missing%s%s%s\n", t->missing,
 			t->gap ? "; capture gap" : "", t->drops ? "; ring buffer drops" : "",
 			t->started_midway ? "; began before bindtrace attached" : "");
+}
+
+void timeline__print(FILE *out, const struct bind_view *view)
+{
+	uint64_t t0 = origin(view->t);
+
+	print_headline(out, view, t0);
+	print_stages(out, view, t0);
+	print_watchers(out, view->t, t0);
+	print_legs(out, view->t);
 	fputc('\n', out);
 }
 
