@@ -195,28 +195,32 @@ bool bind_leg__follows(const struct bind_leg *a, const struct bind_leg *b)
 static void view_origin(struct bind_view *v)
 {
 	const struct bind_timeline *t = v->t;
-	uint64_t o = UINT64_MAX;
+	const struct stage *o = NULL;
+	const char *name = "";
 	int s, w;
 
-	v->origin_name = "";
 	if (t->stages[STAGE_BIND_REQUEST].seen) {
-		v->origin_ns = t->stages[STAGE_BIND_REQUEST].mono_ns;
-		v->origin_name = stage__name(STAGE_BIND_REQUEST);
-		return;
-	}
-	for (s = 0; s < STAGE_MAX; s++) {
-		if (t->stages[s].seen && t->stages[s].mono_ns < o) {
-			o = t->stages[s].mono_ns;
-			v->origin_name = stage__name((enum stage_id)s);
+		o = &t->stages[STAGE_BIND_REQUEST];
+		name = stage__name(STAGE_BIND_REQUEST);
+	} else {
+		for (s = 0; s < STAGE_MAX; s++) {
+			if (t->stages[s].seen && (!o || t->stages[s].mono_ns < o->mono_ns)) {
+				o = &t->stages[s];
+				name = stage__name((enum stage_id)s);
+			}
+		}
+		for (w = 0; w < t->n_watchers; w++) {
+			const struct stage *sent = &t->watchers[w].sent;
+
+			if (sent->seen && (!o || sent->mono_ns < o->mono_ns)) {
+				o = sent;
+				name = "watch_event_sent";
+			}
 		}
 	}
-	for (w = 0; w < t->n_watchers; w++) {
-		if (t->watchers[w].sent.seen && t->watchers[w].sent.mono_ns < o) {
-			o = t->watchers[w].sent.mono_ns;
-			v->origin_name = "watch_event_sent";
-		}
-	}
-	v->origin_ns = o == UINT64_MAX ? t->opened_ns : o;
+	v->origin_stage = o;
+	v->origin_name = name;
+	v->origin_ns = o ? o->mono_ns : t->opened_ns;
 }
 
 void bind_view__init(struct bind_view *v, const struct bind_timeline *t, int64_t wall_offset_ns)

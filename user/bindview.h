@@ -80,6 +80,7 @@ struct bind_view {
 	/* The stage the origin is at: "bind_request", else the earliest stage seen
 	 * ("watch_event_sent" for a watcher's), else "" (nothing seen: when the bind opened). */
 	const char *origin_name;
+	const struct stage *origin_stage; /* that stage; NULL when nothing was seen */
 	/* In reading order: the total, the path, then per watcher its fanout and delivery. An
 	 * unschedulable bind has none. */
 	struct bind_leg legs[BIND_MAX_LEGS];

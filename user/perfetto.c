@@ -357,42 +357,32 @@ static bool pf_leg_slice(struct perfetto *p, const struct bind_timeline *t,
 	return true;
 }
 
-/* Every stage seen as an instant on its process; returns the earliest of the bind's own. */
-static const struct stage *pf_stage_instants(struct perfetto *p, const struct bind_timeline *t)
+/* Every stage seen as an instant on its process. */
+static void pf_stage_instants(struct perfetto *p, const struct bind_timeline *t)
 {
-	const struct stage *first = NULL;
 	int s, w;
 
-	for (s = 0; s < STAGE_MAX; s++) {
-		const struct stage *st = &t->stages[s];
-
-		if (!st->seen)
-			continue;
-		if (!first || st->mono_ns < first->mono_ns)
-			first = st;
-		pf_instant(p, t, stage__name((enum stage_id)s), st, -1);
-	}
+	for (s = 0; s < STAGE_MAX; s++)
+		if (t->stages[s].seen)
+			pf_instant(p, t, stage__name((enum stage_id)s), &t->stages[s], -1);
 	for (w = 0; w < t->n_watchers; w++) {
 		if (t->watchers[w].sent.seen)
 			pf_instant(p, t, "watch_event_sent", &t->watchers[w].sent, w);
 		if (t->watchers[w].received.seen)
 			pf_instant(p, t, "watch_event_received", &t->watchers[w].received, w);
 	}
-	return first;
 }
 
-/* The bind as a whole, with what is missing, where it began. */
-static void pf_bind_instant(struct perfetto *p, const struct bind_view *view,
-			    const struct stage *first)
+/* The bind as a whole, with what is missing, at its origin on the process of that stage. */
+static void pf_bind_instant(struct perfetto *p, const struct bind_view *view)
 {
+	const struct stage *first = view->origin_stage;
 	const struct bind_timeline *t = view->t;
 	char name[BIND_NS_MAX + BIND_NAME_MAX + 64];
 	json_t *args, *missing, *ev;
 	struct pf_proc *pp;
 	int s;
 
-	if (t->stages[STAGE_BIND_REQUEST].seen)
-		first = &t->stages[STAGE_BIND_REQUEST];
 	if (!first || !(pp = pf_proc_of(p, &first->who)))
 		return;
 	args = pf_bind_args(t);
@@ -430,7 +420,8 @@ void perfetto__bind(struct perfetto *p, const struct bind_view *view)
 		for (j = 0; j < n_slices; j++)
 			if (bind_leg__follows(slices[i].leg, slices[j].leg))
 				pf_flow(p, view->t, &slices[i], &slices[j]);
-	pf_bind_instant(p, view, pf_stage_instants(p, view->t));
+	pf_stage_instants(p, view->t);
+	pf_bind_instant(p, view);
 	fflush(p->f);
 }
 

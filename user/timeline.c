@@ -8,20 +8,6 @@
 #include "bind_json.h"
 #include "timeline.h"
 
-/* The time all offsets are measured from: bind_request, else the earliest stage. */
-static uint64_t origin(const struct bind_timeline *t)
-{
-	uint64_t o = UINT64_MAX;
-	int s;
-
-	if (t->stages[STAGE_BIND_REQUEST].seen)
-		return t->stages[STAGE_BIND_REQUEST].mono_ns;
-	for (s = 0; s < STAGE_MAX; s++)
-		if (t->stages[s].seen && t->stages[s].mono_ns < o)
-			o = t->stages[s].mono_ns;
-	return o == UINT64_MAX ? t->opened_ns : o;
-}
-
 static double ms(int64_t ns)
 {
 	return (double)ns / 1e6;
@@ -173,7 +159,7 @@ static void print_legs(FILE *out, const struct bind_timeline *t)
 
 void timeline__print(FILE *out, const struct bind_view *view)
 {
-	uint64_t t0 = origin(view->t);
+	uint64_t t0 = view->origin_ns;
 
 	print_headline(out, view, t0);
 	print_stages(out, view, t0);
