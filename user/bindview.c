@@ -1,6 +1,8 @@
 /* The bind view: the legs' one definition, the time origin, and the names the outputs share. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "bindview.h"
 #include "util.h"
@@ -252,6 +254,19 @@ int64_t bind_view__offset_ns(const struct bind_view *v, uint64_t mono_ns)
 double bind_view__offset_ms(const struct bind_view *v, uint64_t mono_ns)
 {
 	return ns__ms(bind_view__offset_ns(v, mono_ns));
+}
+
+void bind_view__wall_time(const struct bind_view *v, uint64_t mono_ns, bool with_date, char *out,
+			  size_t cap)
+{
+	int64_t wall = (int64_t)mono_ns + v->wall_offset_ns;
+	time_t secs = (time_t)(wall / 1000000000);
+	char when[64];
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
+	snprintf(out, cap, "%s.%06" PRId64 " UTC", when, (wall % 1000000000) / 1000);
 }
 
 const struct bind_leg *bind_view__leg(const struct bind_view *v, enum leg_id leg, int watcher)

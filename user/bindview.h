@@ -6,6 +6,8 @@
  *   and end), with the processes it is between by design;
  * - the bind's time origin, one rule for all: offsets are from bind_request when it was seen,
  *   else from the earliest stage seen (a watcher's included), and the view says which;
+ * - wall-clock times, one rule for all: CLOCK_MONOTONIC plus the run's offset, in UTC, said so
+ *   (a tracer runs on several nodes; their times compare only in one zone);
  * - names the outputs print alike: a process's, a watcher's, why a stage is missing.
  *
  * The human timeline, --summary, --json, --perfetto, --report, --evidence and the exporters all
@@ -92,6 +94,10 @@ void bind_view__init(struct bind_view *v, const struct bind_timeline *t, int64_t
 int64_t bind_view__offset_ns(const struct bind_view *v, uint64_t mono_ns);
 /* The same in ms, as the outputs print offsets. */
 double bind_view__offset_ms(const struct bind_view *v, uint64_t mono_ns);
+/* The wall-clock time of a CLOCK_MONOTONIC time in UTC: "10:16:16.186122 UTC", or with
+ * with_date "2026-11-30 10:16:16.186122 UTC". */
+void bind_view__wall_time(const struct bind_view *v, uint64_t mono_ns, bool with_date, char *out,
+			  size_t cap);
 /* The leg of the view, or NULL (watcher ignored for the bind's own legs). */
 const struct bind_leg *bind_view__leg(const struct bind_view *v, enum leg_id leg, int watcher);
 /* Whether stage s belongs to this bind's outcome: an unschedulable pod has only bind_request

@@ -5,7 +5,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "identity.h"
 #include "output_file.h"
@@ -39,18 +38,6 @@ static void fprint_md(FILE *out, const char *s)
 }
 
 /* ---- Markdown ---- */
-
-static void md_wall(FILE *out, uint64_t mono_ns, int64_t wall_offset_ns)
-{
-	int64_t wall = (int64_t)mono_ns + wall_offset_ns;
-	time_t secs = (time_t)(wall / 1000000000);
-	struct tm tm;
-	char buf[64];
-
-	gmtime_r(&secs, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
-	fprintf(out, "%s.%06" PRId64 " UTC", buf, (wall % 1000000000) / 1000);
-}
 
 static void md_stage_detail(FILE *out, const struct bind_timeline *t, int s)
 {
@@ -204,6 +191,7 @@ static void md_summary(FILE *out, const struct bind_view *view, const char *svg_
 	const struct bind_leg *legs = view->legs;
 	uint64_t t0 = view->origin_ns;
 	int n = view->n_legs;
+	char when[64];
 
 	fputs("# Pod bind: ", out);
 	fprint_md(out, t->namespace_);
@@ -248,8 +236,8 @@ static void md_summary(FILE *out, const struct bind_view *view, const char *svg_
 	if (n && legs[0].seen)
 		fprintf(out, "| Total | **%.3f ms** (bind_request → bind_response_received) |\n",
 			ms_between(legs[0].start_ns, legs[0].end_ns));
-	fputs("| Began | ", out);
-	md_wall(out, t0, view->wall_offset_ns);
+	bind_view__wall_time(view, t0, true, when, sizeof(when));
+	fprintf(out, "| Began | %s", when);
 	fprintf(out, " (%s) |\n",
 		t->stages[STAGE_BIND_REQUEST].seen ? "bind_request" : "earliest stage seen");
 	fprintf(out, "| Bind | #%" PRIu64 " of this bindtrace run |\n\n", t->seq);

@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bind_json.h"
 #include "timeline.h"
@@ -31,13 +30,10 @@ static void print_headline(FILE *out, const struct bind_view *view, uint64_t t0)
 {
 	const struct bind_timeline *t = view->t;
 	const struct citation *ci = &t->citation;
-	int64_t wall = (int64_t)t0 + view->wall_offset_ns, d;
-	time_t secs = (time_t)(wall / 1000000000);
 	char when[64];
-	struct tm tm;
+	int64_t d;
 
-	localtime_r(&secs, &tm);
-	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	bind_view__wall_time(view, t0, false, when, sizeof(when));
 	fprintf(out, "bind #%" PRIu64 " %s/%s", t->seq, t->namespace_, t->name);
 	if (t->node[0])
 		fprintf(out, " -> %s", t->node);
@@ -51,7 +47,7 @@ static void print_headline(FILE *out, const struct bind_view *view, uint64_t t0)
 		fprintf(out, "  rev %" PRId64, t->revision);
 	if (leg__duration(t, LEG_TOTAL, -1, &d))
 		fprintf(out, "  total %.3f ms", ms(d));
-	fprintf(out, "  at %s.%06" PRIu64 "\n", when, (uint64_t)(wall % 1000000000) / 1000);
+	fprintf(out, "  at %s\n", when);
 	if (ci->known && ci->cited >= 0 && ci->cited < ci->n_frames)
 		fprintf(out, "  issued at %s:%d (%s), %s%s%s%.12s%s\n", ci->frames[ci->cited].file,
 			ci->frames[ci->cited].line, ci->frames[ci->cited].func,

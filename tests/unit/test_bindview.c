@@ -4,6 +4,7 @@
  * leg blames, and the stages an unschedulable pod has. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bindview.h"
 #include "check.h"
@@ -304,6 +305,26 @@ static void check_names(void)
 	CHECK_STR(name, "etcd");
 }
 
+/* Wall-clock times in UTC whatever the local zone, and said so. */
+static void check_wall_time(void)
+{
+	struct bind_timeline *t = malloc(sizeof(*t));
+	struct bind_view v;
+	char buf[64];
+	const char *when = buf;
+
+	full_bind(t);
+	setenv("TZ", "IST-5:30", 1);
+	tzset();
+	/* mono B + 186122 us is 2026-11-30 10:16:16.186122 UTC. */
+	bind_view__init(&v, t, 1796033776000000000ll - (int64_t)B);
+	bind_view__wall_time(&v, B + 186122 * US, false, buf, sizeof(buf));
+	CHECK_STR(when, "10:16:16.186122 UTC");
+	bind_view__wall_time(&v, B + 186122 * US, true, buf, sizeof(buf));
+	CHECK_STR(when, "2026-11-30 10:16:16.186122 UTC");
+	free(t);
+}
+
 int main(void)
 {
 	check_legs();
@@ -311,5 +332,6 @@ int main(void)
 	check_origin();
 	check_unschedulable();
 	check_names();
+	check_wall_time();
 	return check_summary("bindview");
 }
