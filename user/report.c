@@ -238,8 +238,13 @@ static void md_summary(FILE *out, const struct bind_view *view, const char *svg_
 			ms_between(legs[0].start_ns, legs[0].end_ns));
 	bind_view__wall_time(view, t0, true, when, sizeof(when));
 	fprintf(out, "| Began | %s", when);
-	fprintf(out, " (%s) |\n",
-		t->stages[STAGE_BIND_REQUEST].seen ? "bind_request" : "earliest stage seen");
+	if (view->origin_stage == &t->stages[STAGE_BIND_REQUEST])
+		fputs(" (bind_request) |\n", out);
+	else if (view->origin_stage)
+		fprintf(out, " (`%s`, the earliest stage seen: bind_request was not) |\n",
+			view->origin_name);
+	else
+		fputs(" (no stage was seen: when bindtrace noticed the bind) |\n", out);
 	fprintf(out, "| Bind | #%" PRIu64 " of this bindtrace run |\n\n", t->seq);
 	if (svg_href) {
 		fputs("![Waterfall of the bind's legs](<", out);
@@ -566,19 +571,26 @@ static void md_processes(FILE *out, const struct identities *ids)
 	}
 }
 
-/* How to check the numbers. */
-static void md_how_to_check(FILE *out)
+/* How to check the numbers, and what the offsets are measured from. */
+static void md_how_to_check(FILE *out, const struct bind_view *view)
 {
-	fputs(
-	    "## How to check\n\n"
-	    "Times are kernel CLOCK_MONOTONIC stamps taken by bindtrace's probes: a sender's stage "
-	    "is when the first byte of its message was handed to crypto/tls (or write(2)), a "
-	    "receiver's when the last byte came out of crypto/tls (or read(2)); offsets are from "
-	    "`bind_request`. Run bindtrace with `--evidence DIR` to keep, per bind, the decoded "
-	    "messages, the kernel events and the binaries' identities behind each number "
-	    "(DIR/README.md says how to check each one), and with `--json` for the raw "
-	    "timeline.\n",
-	    out);
+	fputs("## How to check\n\n"
+	      "Times are kernel CLOCK_MONOTONIC stamps taken by bindtrace's probes: a sender's "
+	      "stage is when the first byte of its message was handed to crypto/tls (or "
+	      "write(2)), a receiver's when the last byte came out of crypto/tls (or read(2)); ",
+	      out);
+	if (view->origin_stage == &view->t->stages[STAGE_BIND_REQUEST])
+		fputs("offsets are from `bind_request`. ", out);
+	else if (view->origin_stage)
+		fprintf(out,
+			"offsets are from `%s`, the earliest stage seen (`bind_request` was not). ",
+			view->origin_name);
+	else
+		fputs("no stage was seen; offsets are from when bindtrace noticed the bind. ", out);
+	fputs("Run bindtrace with `--evidence DIR` to keep, per bind, the decoded messages, the "
+	      "kernel events and the binaries' identities behind each number (DIR/README.md says "
+	      "how to check each one), and with `--json` for the raw timeline.\n",
+	      out);
 }
 
 int report__write_markdown(FILE *out, const struct bind_view *view, const char *svg_href,
@@ -591,7 +603,7 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 	md_watchers(out, view);
 	md_missing(out, view);
 	md_processes(out, ids);
-	md_how_to_check(out);
+	md_how_to_check(out, view);
 	return ferror(out) ? -EIO : 0;
 }
 

@@ -385,8 +385,9 @@ static void svg_legend(struct svg *s)
 	fprintf(s->out,
 		"<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#888\">kernel timestamps "
 		"(CLOCK_MONOTONIC) of the first byte written and the last byte read, in ms "
-		"from bind_request; bindtrace</text>\n",
-		SVG_LABEL_X, y + 24);
+		"from %s; bindtrace</text>\n",
+		SVG_LABEL_X, y + 24,
+		s->view->origin_stage ? s->view->origin_name : "when bindtrace noticed the bind");
 }
 
 int report__write_svg(FILE *out, const struct bind_view *view)
