@@ -164,6 +164,7 @@ json_t *bind_json__new(const struct bind_view *v)
 	json_t *root = json_object(), *watchers = json_array();
 	int w;
 
+	json_object_set_new(root, "schema_version", json_integer(BIND_JSON_SCHEMA_VERSION));
 	add_outcome(root, t);
 	json_object_set_new(root, "stages", stages_json(v));
 	for (w = 0; w < t->n_watchers; w++)

@@ -1,7 +1,9 @@
-/* A finished bind as one JSON object: the schema the README documents (seq, pod, node, result,
- * status, revision, stages, watchers, legs_ns, etcd_txn_attempts, citation, missing_stages,
- * gap, drops, started_midway), built from the bind view so its legs are the view's. It is what
- * `--json` prints, one per line, and the evidence's bind.json: one definition for both. */
+/* A finished bind as one JSON object: the schema the README documents (schema_version, seq, pod,
+ * node, result, status, revision, stages, watchers, legs_ns, etcd_txn_attempts, citation,
+ * missing_stages, gap, drops, started_midway), built from the bind view so its legs are the
+ * view's. It is what `--json` prints, one per line, and the evidence's bind.json: one definition
+ * for both. BIND_JSON_SCHEMA_VERSION goes up when a key changes meaning or goes away (added keys
+ * leave it). */
 #ifndef BINDTRACE_BIND_JSON_H
 #define BINDTRACE_BIND_JSON_H
 
@@ -10,6 +12,8 @@
 #include <jansson.h>
 
 #include "bindview.h"
+
+#define BIND_JSON_SCHEMA_VERSION 1
 
 /* The object; the caller owns it (json_decref). */
 json_t *bind_json__new(const struct bind_view *view);

@@ -16,7 +16,8 @@ ORDER = [
     ("etcd_wal_fsync", "etcd_txn_response"), ("etcd_txn_response", "bind_response"),
     ("etcd_wal_fsync", "etcd_watch_event"), ("bind_response", "bind_response_received"),
 ]
-TOP = {"seq": int, "pod": dict, "node": str, "result": str, "status_code": int,
+SCHEMA_VERSION = 1  # the README's
+TOP = {"schema_version": int, "seq": int, "pod": dict, "node": str, "result": str, "status_code": int,
        "status_reason": str, "revision": int, "stages": dict, "watchers": list,
        "legs_ns": dict, "etcd_txn_attempts": list, "missing_stages": int, "gap": bool,
        "drops": bool, "started_midway": bool}
@@ -33,6 +34,8 @@ def check_schema(b):
     for key, typ in TOP.items():
         if not isinstance(b.get(key), typ):
             fail(f"bind {b.get('seq')}: '{key}' missing or not {typ.__name__}")
+    if b["schema_version"] != SCHEMA_VERSION:
+        fail(f"bind {b.get('seq')}: schema_version {b['schema_version']}, want {SCHEMA_VERSION}")
     if "citation" not in b:
         fail("no 'citation' key")
     for s in STAGES:
