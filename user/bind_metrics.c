@@ -1,5 +1,5 @@
 /* bindtrace's metric families over the registry (metrics.c). The legs and their durations come
- * from the bind view (bindview.h), in bind_metrics__bind() only. */
+ * from the bind view (bindview.h): bind_metrics__bind() walks its legs. */
 #include "bind_metrics.h"
 
 #include <errno.h>
@@ -204,28 +204,24 @@ static void observe_seconds(struct metric_family *f, const char *leg, int64_t ns
 		metric__observe(f, leg ? labels : NULL, (double)ns / 1e9);
 }
 
-void bind_metrics__bind(struct bind_metrics *bm, const struct bind_timeline *t)
+void bind_metrics__bind(struct bind_metrics *bm, const struct bind_view *view)
 {
-	int64_t ns;
-	int l, w, s;
+	const struct bind_timeline *t = view->t;
+	int i, s;
 
 	if (!bm)
 		return;
 	metric__add(bm->binds, (const char *[]){ bind_result__name(t->result) }, 1);
-	/* The legs as the bind view defines them: watch legs per watcher. */
-	for (l = 0; l < LEG_MAX && t->result != BIND_RESULT_UNSCHEDULABLE; l++) {
-		const char *name = leg__name((enum leg_id)l);
+	/* Every leg of the view that was measured; the watch legs once per watcher. */
+	for (i = 0; i < view->n_legs; i++) {
+		const struct bind_leg *l = &view->legs[i];
 
-		if (l == LEG_TOTAL) {
-			if (leg__duration(t, LEG_TOTAL, -1, &ns))
-				observe_seconds(bm->total, NULL, ns);
-		} else if (l == LEG_WATCH_FANOUT || l == LEG_WATCH_DELIVERY) {
-			for (w = 0; w < t->n_watchers; w++)
-				if (leg__duration(t, (enum leg_id)l, w, &ns))
-					observe_seconds(bm->legs, name, ns);
-		} else if (leg__duration(t, (enum leg_id)l, -1, &ns)) {
-			observe_seconds(bm->legs, name, ns);
-		}
+		if (!l->seen)
+			continue;
+		if (l->leg == LEG_TOTAL)
+			observe_seconds(bm->total, NULL, bind_leg__ns(l));
+		else
+			observe_seconds(bm->legs, leg__name(l->leg), bind_leg__ns(l));
 	}
 	for (s = 0; s < STAGE_MAX; s++) {
 		const struct stage *st = &t->stages[s];

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "correlate.h"
+#include "bindview.h"
 
 struct metrics;
 struct bind_metrics;
@@ -38,7 +38,7 @@ struct metrics *bind_metrics__registry(struct bind_metrics *bm);
 
 /* A finished bind: its result, the duration of each leg it has (per watcher for the watch
  * legs), and each counted missing stage with its reason. The one way binds reach the metrics. */
-void bind_metrics__bind(struct bind_metrics *bm, const struct bind_timeline *t);
+void bind_metrics__bind(struct bind_metrics *bm, const struct bind_view *view);
 
 /* The targets as they are now: call begin, then target once per role's process, then end.
  * A role given with attached false (exited, waiting for its replacement) reports 0. */

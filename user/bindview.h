@@ -63,6 +63,11 @@ struct bind_leg {
 	uint64_t start_ns, end_ns;
 };
 
+/* A seen leg's duration in ns (negative when its end came first). */
+static inline int64_t bind_leg__ns(const struct bind_leg *l)
+{
+	return (int64_t)(l->end_ns - l->start_ns);
+}
 /* The stage at the end that was not observed (from before to), for a leg not seen. */
 const struct stage *bind_leg__missing_end(const struct bind_leg *l);
 const char *bind_leg__missing_end_name(const struct bind_leg *l);

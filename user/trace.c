@@ -1315,7 +1315,7 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 	st->binds_printed++;
 	bind_view__init(&view, t, st->wall_offset_ns);
 	summary__add(st->summary, &view);
-	bind_metrics__bind(st->metrics, t);
+	bind_metrics__bind(st->metrics, &view);
 	if (!st->opt.summary_only && !st->opt.quiet) {
 		if (st->opt.json)
 			timeline__print_json(stdout, &view);

@@ -128,12 +128,14 @@ static void test_bind_metrics(const char *dir)
 {
 	struct bind_metrics *bm = bind_metrics__new();
 	struct bind_timeline *t = calloc(1, sizeof(*t));
+	struct bind_view view;
 	char *text;
 	size_t len;
 
 	CHECK(bm && t, "new");
 	fill_bind(t);
-	bind_metrics__bind(bm, t);
+	bind_view__init(&view, t, 0);
+	bind_metrics__bind(bm, &view);
 	/* A 409: no etcd stages, not counted as missing; the scheduler's read missing. */
 	fill_bind(t);
 	t->result = BIND_RESULT_CONFLICT;
@@ -146,7 +148,8 @@ static void test_bind_metrics(const char *dir)
 	snprintf(t->stages[STAGE_BIND_RESPONSE_RECEIVED].missing, BIND_REASON_MAX,
 		 "kube-scheduler is not traced");
 	t->n_watchers = 0;
-	bind_metrics__bind(bm, t);
+	bind_view__init(&view, t, 0);
+	bind_metrics__bind(bm, &view);
 	bind_metrics__targets_begin(bm);
 	bind_metrics__target(bm, ROLE_APISERVER, 4242, true, "v1.33.13", "go1.26.8");
 	bind_metrics__target(bm, ROLE_ETCD, 4243, false, "v3.6.16", "go1.26.8");
