@@ -265,6 +265,17 @@ static json_t *stage_label(const struct stage_ref *r)
 	return j;
 }
 
+/* The log of the connection a stage was seen on: NULL for the fsync, a stage not seen, or a
+ * connection the log no longer holds. */
+static const struct conn_log *ref_conn(const struct evidence *ev, const struct stage_ref *r)
+{
+	const struct stage *st = r->st;
+
+	if (!st->seen || r->dir < 0 || !st->who.conn)
+		return NULL;
+	return evidence_log__conn(ev->log, st->who.pid, st->who.conn);
+}
+
 /* The messages behind the stages: on the stage's connection and stream, in its time window,
  * about this pod (or about nothing in particular, like a Status). */
 static void collect_messages(struct evidence *ev, const struct bind_timeline *t,
@@ -276,12 +287,8 @@ static void collect_messages(struct evidence *ev, const struct bind_timeline *t,
 
 	/* Only the connections the stages name: a bind costs its own messages, not the table. */
 	for (r = 0; r < n_refs; r++) {
-		const struct stage *st = refs[r].st;
-		const struct conn_log *c;
+		const struct conn_log *c = ref_conn(ev, &refs[r]);
 
-		if (!st->seen || refs[r].dir < 0 || !st->who.conn)
-			continue;
-		c = evidence_log__conn(ev->log, st->who.pid, st->who.conn);
 		for (k = 0; c && k < n_conns && conns[k] != c; k++)
 			;
 		if (c && k == n_conns)
@@ -395,14 +402,9 @@ static void collect_kernel(struct evidence *ev, const struct bind_timeline *t,
 
 	for (r = 0; r < n_refs; r++) {
 		const struct stage *st = refs[r].st;
-		const struct conn_log *c;
+		const struct conn_log *c = ref_conn(ev, &refs[r]);
 
-		if (!st->seen || refs[r].dir < 0 || !st->who.conn)
-			continue;
-		c = evidence_log__conn(ev->log, st->who.pid, st->who.conn);
-		if (!c)
-			continue;
-		for (i = 0; i < conn_log__n_data(c); i++) {
+		for (i = 0; c && i < conn_log__n_data(c); i++) {
 			const struct data_meta *d = conn_log__data(c, i);
 
 			if (d->dir == (refs[r].found_dir >= 0 ? refs[r].found_dir : refs[r].dir) &&
