@@ -12,7 +12,16 @@
  *
  * The human timeline, --summary, --json, --perfetto, --report, --evidence and the exporters all
  * read a bind through this; none of them defines a leg, an origin or a time zone of its own. A
- * view points into the bind_timeline it was made from and lives no longer than it. */
+ * view points into the bind_timeline it was made from and lives no longer than it. An exporter
+ * walks the legs of a bind like this:
+ *
+ *	struct bind_view v;
+ *
+ *	bind_view__init(&v, t, wall_offset_ns);
+ *	for (int i = 0; i < v.n_legs; i++)
+ *		if (v.legs[i].seen)
+ *			emit(leg__name(v.legs[i].leg), v.legs[i].watcher, bind_leg__ns(&v.legs[i]));
+ */
 #ifndef BINDTRACE_BINDVIEW_H
 #define BINDTRACE_BINDVIEW_H
 
