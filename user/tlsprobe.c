@@ -127,7 +127,7 @@ int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf
 {
 	uint64_t start = util__monotonic_ns(), ret_cookie = 0;
 	size_t i;
-	int err;
+	int err = 0;
 
 	memset(att, 0, sizeof(*att));
 	att->pid = pid;
@@ -144,13 +144,20 @@ int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf
 	if (att->sites.spill_conn)
 		ret_cookie = TLS_RET_COOKIE(att->sites.spill_conn, att->sites.spill_buf,
 					    att->sites.spill_len);
-	err = add_link(att, skel->progs.tls_write, att->sites.write_offset, 0, why, why_len);
-	if (!err)
-		err = add_link(att, skel->progs.tls_read_entry, att->sites.read_offset, 0, why,
-			       why_len);
+	/*
+	 * Reads before the Write: a request this process writes once its Write is probed has its
+	 * answer's Read probed too. The other way round, a bind sent in the moment between the two
+	 * showed its request and lost its response without a word (test-faults e, under load).
+	 * A return probed before its entry sees no entry state and records nothing.
+	 */
 	for (i = 0; !err && i < att->sites.n_read_rets; i++)
 		err = add_link(att, skel->progs.tls_read_ret, att->sites.read_ret_offsets[i],
 			       ret_cookie, why, why_len);
+	if (!err)
+		err = add_link(att, skel->progs.tls_read_entry, att->sites.read_offset, 0, why,
+			       why_len);
+	if (!err)
+		err = add_link(att, skel->progs.tls_write, att->sites.write_offset, 0, why, why_len);
 	if (err) {
 		tls_attachment__detach(att);
 		return err;
