@@ -616,6 +616,11 @@ static void detach_target(struct trace_state *st, struct target *t)
 	t->attached = false;
 }
 
+/* How many processes of a role's name are looked at for a replacement: all of them in practice.
+ * Only MAX_TARGETS_PER_ROLE were, and beside several control planes the restarted process, often
+ * the newest, was not among the first found in /proc. */
+#define MAX_REPLACEMENT_CANDIDATES 128
+
 /* The process that replaces a traced one that exited: one running the same executable name
  * that is not already traced in a role. One with the same command line is preferred (several
  * control planes may run on one host, each restarted on its own); for a pid given on the
@@ -623,10 +628,12 @@ static void detach_target(struct trace_state *st, struct target *t)
 static int find_replacement(struct trace_state *st, const struct target *t,
 			    struct process_info *out)
 {
-	struct process_info found[MAX_TARGETS_PER_ROLE];
+	struct process_info *found = calloc(MAX_REPLACEMENT_CANDIDATES, sizeof(*found));
 	int i, k, n, best = -1;
 
-	n = discover__by_exe_name(role_exe[t->role], found, MAX_TARGETS_PER_ROLE);
+	if (!found)
+		return -ENOMEM;
+	n = discover__by_exe_name(role_exe[t->role], found, MAX_REPLACEMENT_CANDIDATES);
 	for (i = 0; i < n; i++) {
 		bool taken = false;
 
@@ -644,10 +651,10 @@ static int find_replacement(struct trace_state *st, const struct target *t,
 		if (!t->given && best < 0)
 			best = i;
 	}
-	if (best < 0)
-		return -ESRCH;
-	*out = found[best];
-	return 0;
+	if (best >= 0)
+		*out = found[best];
+	free(found);
+	return best >= 0 ? 0 : -ESRCH;
 }
 
 /* A process already traced as a watcher (a restarted kube-scheduler connects to the apiserver
