@@ -1477,6 +1477,22 @@ int cmd_trace(int argc, char **argv)
 			strerror(-err));
 		goto cleanup;
 	}
+	/* The syscall tracepoints (etcd's fsyncs among them) before any target: they see only the
+	 * pids put in the targets maps, and a bind met once its scheduler is probed must find its
+	 * WAL fsync probed too. Attached after the targets, binds of the first moments lacked it
+	 * ("not observed") although their request was seen. */
+	bpf_object__for_each_program (prog, st->skel->obj) {
+		const char *sec = bpf_program__section_name(prog);
+
+		if (strncmp(sec, "tracepoint/", 11) != 0)
+			continue;
+		tp_links[n_tp] = bpf_program__attach(prog);
+		if (!tp_links[n_tp]) {
+			fprintf(stderr, "bindtrace: attach %s: %s\n", sec, strerror(errno));
+			goto cleanup;
+		}
+		n_tp++;
+	}
 	/* Downstream first (etcd, then the apiserver, then the scheduler): a bind whose request is
 	 * seen then finds the rest of its path already probed, and one already in flight lacks its
 	 * request, which says it began before bindtrace attached. */
@@ -1489,18 +1505,6 @@ int cmd_trace(int argc, char **argv)
 			copt.have_apiserver = true;
 		else if (st->targets[i].role == ROLE_ETCD)
 			copt.have_etcd = true;
-	}
-	bpf_object__for_each_program (prog, st->skel->obj) {
-		const char *sec = bpf_program__section_name(prog);
-
-		if (strncmp(sec, "tracepoint/", 11) != 0)
-			continue;
-		tp_links[n_tp] = bpf_program__attach(prog);
-		if (!tp_links[n_tp]) {
-			fprintf(stderr, "bindtrace: attach %s: %s\n", sec, strerror(errno));
-			goto cleanup;
-		}
-		n_tp++;
 	}
 	ring = ring_buffer__new(bpf_map__fd(st->skel->maps.events), on_event, st, NULL);
 	if (!ring) {
