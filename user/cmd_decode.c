@@ -47,6 +47,7 @@ struct replay_ctx {
 	conn_decoder_cb cb;
 	void *cb_ctx;
 	struct replay_conn *cur;
+	uint64_t *conn_id; /* decode__replay_file's: the "conn" of each message, when not NULL */
 };
 
 /* Parses one line; returns 1 for a record, 0 to skip the line, -EINVAL when malformed. */
@@ -186,6 +187,8 @@ static void conn_cb(const struct decoded_msg *m, void *ctx)
 {
 	struct replay_conn *rc = ctx;
 	rc->ctx->cur = rc;
+	if (rc->ctx->conn_id)
+		*rc->ctx->conn_id = rc->id;
 	rc->ctx->cb(m, rc->ctx->cb_ctx);
 }
 
@@ -274,10 +277,9 @@ int decode__replay_file(const char *path, size_t max_piece, conn_decoder_cb cb, 
 			uint64_t *conn_id, struct conn_decoder_stats *total)
 {
 	struct replay_set s = { 0 };
-	struct replay_ctx rctx = { .cb = cb, .cb_ctx = ctx };
+	struct replay_ctx rctx = { .cb = cb, .cb_ctx = ctx, .conn_id = conn_id };
 	int err = replay_set__load(&s, path);
 
-	(void)conn_id;
 	if (!err)
 		err = replay_set__run(&s, max_piece, &rctx, total);
 	replay_set__free(&s);

@@ -876,6 +876,11 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t)
 			       to + 1000000000, &drop);
 	t->gap |= gap;
 	t->drops |= drop;
+	/* A request missing while the ring buffer dropped events was lost as far as anyone can
+	 * tell: an answer soon after attaching (on_binding_response) does not show that the bind
+	 * began before bindtrace did. Stages seen at the attach itself do. */
+	if (drop)
+		t->started_midway = false;
 	if (from < c->opt.attach_ns + 1000000 && !t->stages[STAGE_BIND_REQUEST].seen)
 		t->started_midway = true;
 

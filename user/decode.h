@@ -175,8 +175,9 @@ void conn_decoder__stats(const struct conn_decoder *dec, struct conn_decoder_sta
 size_t conn_decoder__heap_bytes(const struct conn_decoder *dec);
 
 /* Replays a capture file in the shape of `bindtrace capture --json` (one conn_decoder per "conn"),
- * cutting chunks into pieces of at most max_piece bytes when non-zero. Fills *total with the
- * summed connection statistics when not NULL. Implemented in cmd_decode.c. */
+ * cutting chunks into pieces of at most max_piece bytes when non-zero. When conn_id is not NULL,
+ * *conn_id holds the "conn" of each message while cb runs. Fills *total with the summed
+ * connection statistics when not NULL. Implemented in cmd_decode.c. */
 int decode__replay_file(const char *path, size_t max_piece, conn_decoder_cb cb, void *ctx,
 			uint64_t *conn_id, struct conn_decoder_stats *total);
 

@@ -616,6 +616,11 @@ static void detach_target(struct trace_state *st, struct target *t)
 	t->attached = false;
 }
 
+/* How many processes of a role's name are looked at for a replacement: all of them in practice.
+ * Only MAX_TARGETS_PER_ROLE were, and beside several control planes the restarted process, often
+ * the newest, was not among the first found in /proc. */
+#define MAX_REPLACEMENT_CANDIDATES 128
+
 /* The process that replaces a traced one that exited: one running the same executable name
  * that is not already traced in a role. One with the same command line is preferred (several
  * control planes may run on one host, each restarted on its own); for a pid given on the
@@ -623,10 +628,12 @@ static void detach_target(struct trace_state *st, struct target *t)
 static int find_replacement(struct trace_state *st, const struct target *t,
 			    struct process_info *out)
 {
-	struct process_info found[MAX_TARGETS_PER_ROLE];
+	struct process_info *found = calloc(MAX_REPLACEMENT_CANDIDATES, sizeof(*found));
 	int i, k, n, best = -1;
 
-	n = discover__by_exe_name(role_exe[t->role], found, MAX_TARGETS_PER_ROLE);
+	if (!found)
+		return -ENOMEM;
+	n = discover__by_exe_name(role_exe[t->role], found, MAX_REPLACEMENT_CANDIDATES);
 	for (i = 0; i < n; i++) {
 		bool taken = false;
 
@@ -644,10 +651,10 @@ static int find_replacement(struct trace_state *st, const struct target *t,
 		if (!t->given && best < 0)
 			best = i;
 	}
-	if (best < 0)
-		return -ESRCH;
-	*out = found[best];
-	return 0;
+	if (best >= 0)
+		*out = found[best];
+	free(found);
+	return best >= 0 ? 0 : -ESRCH;
 }
 
 /* A process already traced as a watcher (a restarted kube-scheduler connects to the apiserver
@@ -1470,6 +1477,22 @@ int cmd_trace(int argc, char **argv)
 			strerror(-err));
 		goto cleanup;
 	}
+	/* The syscall tracepoints (etcd's fsyncs among them) before any target: they see only the
+	 * pids put in the targets maps, and a bind met once its scheduler is probed must find its
+	 * WAL fsync probed too. Attached after the targets, binds of the first moments lacked it
+	 * ("not observed") although their request was seen. */
+	bpf_object__for_each_program (prog, st->skel->obj) {
+		const char *sec = bpf_program__section_name(prog);
+
+		if (strncmp(sec, "tracepoint/", 11) != 0)
+			continue;
+		tp_links[n_tp] = bpf_program__attach(prog);
+		if (!tp_links[n_tp]) {
+			fprintf(stderr, "bindtrace: attach %s: %s\n", sec, strerror(errno));
+			goto cleanup;
+		}
+		n_tp++;
+	}
 	/* Downstream first (etcd, then the apiserver, then the scheduler): a bind whose request is
 	 * seen then finds the rest of its path already probed, and one already in flight lacks its
 	 * request, which says it began before bindtrace attached. */
@@ -1482,18 +1505,6 @@ int cmd_trace(int argc, char **argv)
 			copt.have_apiserver = true;
 		else if (st->targets[i].role == ROLE_ETCD)
 			copt.have_etcd = true;
-	}
-	bpf_object__for_each_program (prog, st->skel->obj) {
-		const char *sec = bpf_program__section_name(prog);
-
-		if (strncmp(sec, "tracepoint/", 11) != 0)
-			continue;
-		tp_links[n_tp] = bpf_program__attach(prog);
-		if (!tp_links[n_tp]) {
-			fprintf(stderr, "bindtrace: attach %s: %s\n", sec, strerror(errno));
-			goto cleanup;
-		}
-		n_tp++;
 	}
 	ring = ring_buffer__new(bpf_map__fd(st->skel->maps.events), on_event, st, NULL);
 	if (!ring) {

@@ -46,6 +46,9 @@ def run(cmd, env=None, input=None):
 
 def inspect_json(bindtrace, binary, extra=()):
     r = run([bindtrace, "inspect", "--json", *extra, binary])
+    # The sanitizer build is what runs: a report is a failure, whatever the exit.
+    check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
+          f"inspect {binary}: sanitizer report: {r.stderr.strip()[:2000]}")
     try:
         return r.returncode, json.loads(r.stdout) if r.stdout.strip() else None, r.stderr
     except json.JSONDecodeError:

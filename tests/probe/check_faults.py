@@ -4,19 +4,18 @@ that nothing is invented when the tracer met faults: every stage that is there w
 process of its role, in causal order, on the pod's real node and revision; every stage that is
 not there says why. Prints what it finds; exits 1 on the first failure.
 
-  check_faults.py FILE PODS PREFIX KIND [ROLE=PID...] [min=N] [count=N] [etcdside=require|known]
+  check_faults.py FILE PODS PREFIX KIND [ROLE=PID...] [min=N] [count=N] [drops=1] [after=1]
     PODS    lines "name node resourceVersion" (kubectl), the truth to compare with
     PREFIX  the binds of pods whose name starts with it are checked
-    KIND    complete: every stage seen (etcdside=known: the etcd-side stages may all be
-                      "not observed", the known decode defect, which is then reported)
+    KIND    complete: every stage seen, the etcd side included
             partial:  any stage may be missing, with a reason
     ROLE=PID  scheduler=, apiserver=, etcd=: the pid each role's stages must come from
               (several allowed, comma-separated)
-    min=N   at least N binds; count=N exactly N, one per pod
+    min=N   at least N binds, one per pod; count=N exactly N, one per pod
     drops=1 at least one bind says drops, and every incomplete one says drops or gap
     after=1 every bind began after the tracer attached: none may say started_midway
-    strict=1  what is otherwise a NOTE fails: an incomplete timeline that flags neither drops,
-              gap nor started_midway (only 'not observed'), or a started_midway with after=1
+Always: at most one timeline per pod; an incomplete timeline says why it is incomplete (drops,
+gap or started_midway), never only 'not observed'.
 """
 import os
 import sys
@@ -31,7 +30,6 @@ ROLE = {
     "etcd_txn_response": "etcd", "etcd_watch_event": "apiserver",
     "bind_response": "apiserver", "bind_response_received": "scheduler",
 }
-ETCD_SIDE = ["etcd_txn_received", "etcd_wal_fsync", "etcd_txn_response"]
 KNOWN_REASONS = (
     "ring buffer drops while this bind was in flight",
     "bytes lost on a connection of this bind (capture gap)",
@@ -60,13 +58,15 @@ def main(path, pods_file, prefix, kind, *opts):
             opt[k] = v
     binds = [b for b in load(path) if b["pod"]["name"].startswith(prefix)]
     names = [b["pod"]["name"] for b in binds]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        fail(f"{prefix}*: {len(twice)} pods with more than one timeline: {twice[:5]}")
     if "count" in opt:
         want = int(opt["count"])
-        if len(binds) != want or len(set(names)) != want:
-            fail(f"{prefix}*: {len(binds)} timelines for {len(set(names))} pods, want {want}")
+        if len(binds) != want:
+            fail(f"{prefix}*: {len(binds)} timelines, want {want}")
     if len(binds) < int(opt.get("min", "0")):
         fail(f"{prefix}*: {len(binds)} timelines, want at least {opt['min']}")
-    etcd_defect = 0
     incomplete = 0
     unflagged = 0
     reasons = {}
@@ -114,38 +114,26 @@ def main(path, pods_file, prefix, kind, *opts):
         if kind == "complete":
             if b["result"] != "bound" or b["status_code"] != 201:
                 fail(f"{name}: result {b['result']} {b['status_code']}")
-            rest = [s for s in missing if s not in ETCD_SIDE]
-            side = [s for s in missing if s in ETCD_SIDE]
-            if rest:
-                fail(f"{name}: missing {rest}: " + "; ".join(st[s]["missing"] for s in rest))
-            if side:
-                defect = (len(side) == 3 and
-                          all(st[s]["missing"] == "not observed" for s in side))
-                if not (defect and opt.get("etcdside") == "known"):
-                    fail(f"{name}: missing {side}: " +
-                         "; ".join(st[s]["missing"] for s in side))
-                etcd_defect += 1
+            if b["node"] != node or str(b["revision"]) != rv:
+                fail(f"{name}: node {b['node']!r} revision {b['revision']}, the pod is on "
+                     f"{node!r} at resourceVersion {rv}")
+            if missing:
+                fail(f"{name}: missing {missing}: " +
+                     "; ".join(st[s]["missing"] for s in missing))
         if opt.get("drops") == "1" and missing and not (b["drops"] or b["gap"]):
             fail(f"{name}: stages missing but neither drops nor gap: {missing}")
     if opt.get("drops") == "1" and not any(b["drops"] for b in binds):
         fail(f"{prefix}*: no timeline says drops")
     print(f"{prefix}*: {len(binds)} timelines, {incomplete} incomplete; missing reasons: " +
           (", ".join(f"{why!r} x{n}" for why, n in sorted(reasons.items())) or "none"))
-    if etcd_defect:
-        print(f"KNOWN DEFECT: {etcd_defect} binds without the etcd side "
-              "(etcd_txn_received, etcd_wal_fsync, etcd_txn_response not observed)")
-    notes = []
+    # An incomplete timeline says why; a bind that began after attaching did not begin midway.
     if unflagged:
-        notes.append(f"{unflagged} incomplete timelines flag neither drops, gap nor "
-                     "started_midway (their stages say only 'not observed')")
+        fail(f"{unflagged} incomplete timelines flag neither drops, gap nor started_midway "
+             "(their stages say only 'not observed')")
     midway = [b["pod"]["name"] for b in binds if b["started_midway"]]
     if opt.get("after") == "1" and midway:
-        notes.append(f"{len(midway)} timelines say started_midway, but every bind began after "
-                     f"the tracer attached: {midway[:5]}")
-    for n in notes:
-        print(("FAIL: " if opt.get("strict") == "1" else "NOTE: ") + n)
-    if notes and opt.get("strict") == "1":
-        sys.exit(1)
+        fail(f"{len(midway)} timelines say started_midway, but every bind began after the "
+             f"tracer attached: {midway[:5]}")
     unknown = [why for why in reasons if why not in KNOWN_REASONS]
     if unknown:
         print("note: other reasons:", unknown)

@@ -141,37 +141,77 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
     print("total %.3f ms" % (b["legs_ns"]["total"] / 1e6))
 
 
-def burst(path, n):
+def truth_of(pods_file):
+    """name -> (node, resourceVersion, PodScheduled reason) from the API (kubectl)."""
+    truth = {}
+    for line in open(pods_file):
+        f = line.split("\t")
+        if len(f) >= 3:
+            truth[f[0]] = (f[1], f[2].strip(), f[3].strip() if len(f) > 3 else "")
+    return truth
+
+
+def burst(path, n, pods_file, prefix="burst"):
+    """n pods PREFIX1..PREFIXn: one complete timeline each, in causal order, bound with 201 to
+    the node the API shows, at the pod's resourceVersion."""
     binds = load(path)
+    truth = truth_of(pods_file)
+    want = {f"{prefix}{i}" for i in range(1, int(n) + 1)}
     names = {}
     for b in binds:
         names.setdefault(b["pod"]["name"], []).append(b)
-    incomplete = []
+    bad = []
     for b in binds:
+        name = b["pod"]["name"]
         ok, missing = complete(b)
-        if not ok or b["result"] != "bound":
-            incomplete.append((b["pod"]["name"], b["result"], missing,
-                               [b["stages"][s]["missing"] for s in missing]))
-    dup = [k for k, v in names.items() if len(v) > 1]
-    print(f"{len(binds)} timelines, {len(names)} pods, {len(incomplete)} incomplete, "
-          f"{len(dup)} pods twice")
-    for x in incomplete[:5]:
-        print("  incomplete:", x)
-    if len(names) != int(n) or incomplete or dup:
-        fail(f"want {n} complete timelines, one per pod")
+        why = []
+        if not ok:
+            why.append("missing " + ", ".join(f"{s} ({b['stages'][s]['missing']})"
+                                              for s in missing))
+        if b["result"] != "bound" or b["status_code"] != 201:
+            why.append(f"result {b['result']} {b['status_code']}")
+        node, rv, _ = truth.get(name, ("?", "?", ""))
+        if b["node"] != node:
+            why.append(f"node {b['node']!r}, the API says {node!r}")
+        if str(b["revision"]) != rv:
+            why.append(f"revision {b['revision']}, the API says resourceVersion {rv}")
+        if ok:
+            t = {s: b["stages"][s]["mono_ns"] for s in STAGES}
+            why += [f"{a} after {c}" for a, c in ORDER if t[a] > t[c]]
+        if why:
+            bad.append((name, why))
+    dup = sorted(k for k, v in names.items() if len(v) > 1)
+    absent = sorted(want - set(names))
+    extra = sorted(set(names) - want)
+    print(f"{len(binds)} timelines, {len(names)} pods, {len(bad)} wrong or incomplete, "
+          f"{len(dup)} pods twice, {len(absent)} pods without one, {len(extra)} others")
+    for x in bad[:5]:
+        print("  ", x[0] + ":", "; ".join(x[1]))
+    if absent:
+        print("   without a timeline:", absent[:10])
+    if bad or dup or absent or extra or len(binds) != int(n):
+        fail(f"want {n} complete timelines, one per pod, node and revision as the API says, "
+             "in causal order")
 
 
-def unschedulable(path, name):
+def unschedulable(path, name, pods_file):
+    """One entry, for this pod only: unschedulable, no node, the reason the API shows in its
+    PodScheduled condition; and the API shows no node."""
     binds = load(path)
-    mine = [b for b in binds if b["pod"]["name"] == name]
-    if len(mine) < 1:
-        fail(f"no entry for {name}")
-    for b in mine:
-        if b["result"] != "unschedulable":
-            fail(f"{name}: result {b['result']}")
-        if b["node"]:
-            fail(f"{name}: a node {b['node']!r}")
-        print(f"{name}: unschedulable ({b['status_reason']})")
+    truth = truth_of(pods_file)
+    node, _, reason = truth.get(name, ("?", "?", "?"))
+    if node:
+        fail(f"{name}: the API shows it on node {node!r}: not a pod that fits no node")
+    if len(binds) != 1 or binds[0]["pod"]["name"] != name:
+        fail(f"{len(binds)} entries ({[b['pod']['name'] for b in binds]}), want one, for {name}")
+    b = binds[0]
+    if b["result"] != "unschedulable":
+        fail(f"{name}: result {b['result']}")
+    if b["node"]:
+        fail(f"{name}: a node {b['node']!r}")
+    if b["status_reason"] != reason:
+        fail(f"{name}: status_reason {b['status_reason']!r}, PodScheduled says {reason!r}")
+    print(f"{name}: unschedulable ({b['status_reason']})")
 
 
 if __name__ == "__main__":

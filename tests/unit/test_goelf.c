@@ -1,7 +1,8 @@
 /* goelf and x86ret: table-driven checks of the pieces (pcvalue tables, version strings, x86
- * decoding of RET sites and Go's stack-check prologue), then, when the Go fixtures are built
- * (directory in argv[1] or $BINDTRACE_GOFIXTURES), the API on every fixture build and the
- * refusal of truncated, corrupted, non-Go, too-old and missing files, under ASan/UBSan. */
+ * decoding of RET sites and Go's stack-check prologue), then the API on every Go fixture build
+ * (directory in argv[1] or $BINDTRACE_GOFIXTURES) and the refusal of truncated, corrupted,
+ * non-Go, too-old and missing files, under ASan/UBSan. Given no fixture directory it exits 77, a
+ * skip, not a pass; given one that is not there, it fails. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -470,10 +471,17 @@ int main(int argc, char **argv)
 	test_pcvalue();
 	test_x86();
 	test_spill_slots();
-	if (dir && stat(dir, &st) == 0)
+	if (dir && stat(dir, &st) == 0) {
 		test_fixtures(dir);
-	else
-		printf("test_goelf: Go fixtures not built (tests/gofixtures/build): fixture checks "
-		       "skipped\n");
+	} else if (dir) {
+		CHECK(0, "Go fixtures %s: %s (tests/gofixtures/build)", dir, strerror(errno));
+	} else {
+		/* Not a pass: the checks against real Go binaries did not run. */
+		int rc = check_summary("goelf");
+		printf(
+		    "skip: no Go fixtures given (BINDTRACE_GOFIXTURES or an argument): the checks "
+		    "on real Go binaries did not run\n");
+		return rc ? rc : 77;
+	}
 	return check_summary("goelf");
 }
