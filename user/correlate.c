@@ -73,7 +73,8 @@ struct open_bind {
 
 struct loss {
 	pid_t pid;
-	uint64_t conn; /* 0: ring buffer drop */
+	uint64_t conn;	  /* 0: ring buffer drop */
+	uint64_t from_ns; /* the loss happened in [from_ns, ns] */
 	uint64_t ns;
 };
 
@@ -625,7 +626,13 @@ void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t n
 
 	l->pid = pid;
 	l->conn = conn;
-	l->ns = now_ns;
+	l->from_ns = l->ns = now_ns;
+}
+
+void correlator__drops(struct correlator *c, uint64_t since_ns, uint64_t now_ns)
+{
+	correlator__loss(c, 0, 0, now_ns);
+	c->losses[(c->loss_next - 1) % MAX_LOSSES].from_ns = since_ns;
 }
 
 /* Strip the port: "127.0.0.1:6443" -> compare the full strings instead; a connection seen from
@@ -834,7 +841,7 @@ static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from,
 	for (i = 0; i < MAX_LOSSES && i < c->loss_next; i++) {
 		const struct loss *l = &c->losses[i];
 
-		if (l->ns < from || l->ns > to)
+		if (l->ns < from || l->from_ns > to)
 			continue;
 		if (!l->conn)
 			*drop = true;

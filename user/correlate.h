@@ -178,6 +178,10 @@ void correlator__call(struct correlator *c, const char *ns, const char *name,
 		      const struct citation *citation);
 /* Bytes lost on a connection (a gap), or ring buffer drops (conn 0: anywhere). */
 void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t now_ns);
+/* Ring buffer drops found at now_ns that were not there at since_ns (when the counter was read
+ * before): each happened somewhere in between, so a bind in flight at any time of that span may
+ * have lost a stage to them. */
+void correlator__drops(struct correlator *c, uint64_t since_ns, uint64_t now_ns);
 /* Emit binds whose time is up; all of them when flush. */
 void correlator__tick(struct correlator *c, uint64_t now_ns, bool flush);
 

@@ -1402,6 +1402,7 @@ int cmd_trace(int argc, char **argv)
 	const char *tracefs;
 	bool mounted;
 	uint64_t start, deadline = 0, next_tick = 0, next_restart_check = 0, next_sweep = 0;
+	uint64_t drops_read_ns = 0; /* when the drop counter was last read (0: never) */
 	int err = 0, i, n_tp = 0, found = 0;
 	int rc = 1;
 
@@ -1553,9 +1554,10 @@ int cmd_trace(int argc, char **argv)
 			uint64_t drops = read_drops(st->skel);
 
 			if (drops != st->drops_seen) {
-				correlator__loss(st->corr, 0, 0, now);
+				correlator__drops(st->corr, drops_read_ns, now);
 				st->drops_seen = drops;
 			}
+			drops_read_ns = now;
 			correlator__tick(st->corr, now, false);
 			next_tick = now + 50000000ull;
 		}
