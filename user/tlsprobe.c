@@ -157,7 +157,8 @@ int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf
 		err = add_link(att, skel->progs.tls_read_entry, att->sites.read_offset, 0, why,
 			       why_len);
 	if (!err)
-		err = add_link(att, skel->progs.tls_write, att->sites.write_offset, 0, why, why_len);
+		err =
+		    add_link(att, skel->progs.tls_write, att->sites.write_offset, 0, why, why_len);
 	if (err) {
 		tls_attachment__detach(att);
 		return err;
