@@ -851,7 +851,10 @@ static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from,
 	return hit;
 }
 
-static void explain_missing(struct correlator *c, struct bind_timeline *t)
+/* closed_ns: when the correlator stopped waiting for the bind's stages; a stage lost to the ring
+ * buffer could have been lost any time until then (a process kept off the CPU reads its answer
+ * late). */
+static void explain_missing(struct correlator *c, struct bind_timeline *t, uint64_t closed_ns)
 {
 	static const enum process_role stage_role[STAGE_MAX] = {
 		[STAGE_BIND_REQUEST] = ROLE_SCHEDULER,
@@ -878,9 +881,12 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t)
 	}
 	if (from == UINT64_MAX)
 		from = to = t->opened_ns;
+	to += 1000000000;
+	if (closed_ns > to)
+		to = closed_ns;
 	for (s = 0; s < STAGE_MAX; s++)
-		gap |= lost_on(c, &t->stages[s], from - (from > 1000000000 ? 1000000000 : from),
-			       to + 1000000000, &drop);
+		gap |= lost_on(c, &t->stages[s], from - (from > 1000000000 ? 1000000000 : from), to,
+			       &drop);
 	t->gap |= gap;
 	t->drops |= drop;
 	/* A request missing while the ring buffer dropped events was lost as far as anyone can
@@ -975,7 +981,7 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 		}
 	}
 	resolve_citation(c, t);
-	explain_missing(c, t);
+	explain_missing(c, t, b->close_after_ns);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;
 	else if (!t->missing)
