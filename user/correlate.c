@@ -851,6 +851,16 @@ static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from,
 	return hit;
 }
 
+static bool all_seen(const struct bind_timeline *t)
+{
+	int s;
+
+	for (s = 0; s < STAGE_MAX; s++)
+		if (!t->stages[s].seen)
+			return false;
+	return true;
+}
+
 /* closed_ns: when the correlator stopped waiting for the bind's stages; a stage lost to the ring
  * buffer could have been lost any time until then (a process kept off the CPU reads its answer
  * late). */
@@ -894,7 +904,10 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 	 * began before bindtrace did. Stages seen at the attach itself do. */
 	if (drop)
 		t->started_midway = false;
-	if (from < c->opt.attach_ns + 1000000 && !t->stages[STAGE_BIND_REQUEST].seen)
+	/* attach_ns is when every target was attached: a bind already under way then met
+	 * probes that were still being placed, whichever of its stages were seen (under load a
+	 * target's attach takes seconds). */
+	if (from < c->opt.attach_ns + 1000000 && !all_seen(t))
 		t->started_midway = true;
 
 	t->missing = 0;
