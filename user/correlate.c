@@ -21,7 +21,8 @@
 
 #define MAX_OPEN 8192
 #define MAX_OBS 16384
-#define MAX_LOSSES 256
+#define MAX_LOSSES 1024
+#define MAX_DROP_SPANS 256
 #define KEY_MAX 512
 
 enum obs_kind {
@@ -86,10 +87,14 @@ struct correlator {
 	size_t n_open;
 	size_t hi_water; /* binds[hi_water...] have never been used */
 	struct observation *obs;
-	uint64_t obs_next;	   /* total ever added; slot = obs_next % MAX_OBS */
-	struct bind_timeline done; /* the bind being closed, whole */
-	struct loss losses[MAX_LOSSES];
+	uint64_t obs_next;		/* total ever added; slot = obs_next % MAX_OBS */
+	struct bind_timeline done;	/* the bind being closed, whole */
+	struct loss losses[MAX_LOSSES]; /* gaps, per connection */
 	uint64_t loss_next;
+	/* Ring buffer drops, kept apart so that a flood of gaps cannot push them out; reads of
+	 * the counter one after the other that each found drops make one span. */
+	struct loss drop_spans[MAX_DROP_SPANS];
+	uint64_t drop_next;
 	uint64_t seq;
 	struct correlator_stats stats;
 };
@@ -634,8 +639,21 @@ void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t n
 
 void correlator__drops(struct correlator *c, uint64_t since_ns, uint64_t now_ns)
 {
-	correlator__loss(c, 0, 0, now_ns);
-	c->losses[(c->loss_next - 1) % MAX_LOSSES].from_ns = since_ns;
+	struct loss *l;
+
+	if (c->drop_next) {
+		l = &c->drop_spans[(c->drop_next - 1) % MAX_DROP_SPANS];
+		if (since_ns <= l->ns) {
+			if (now_ns > l->ns)
+				l->ns = now_ns;
+			return;
+		}
+	}
+	l = &c->drop_spans[c->drop_next++ % MAX_DROP_SPANS];
+	l->pid = 0;
+	l->conn = 0;
+	l->from_ns = since_ns;
+	l->ns = now_ns;
 }
 
 /* Strip the port: "127.0.0.1:6443" -> compare the full strings instead; a connection seen from
@@ -851,6 +869,9 @@ static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from,
 		else if (st && st->seen && l->conn == st->who.conn && l->pid == st->who.pid)
 			hit = true;
 	}
+	for (i = 0; i < MAX_DROP_SPANS && i < c->drop_next; i++)
+		if (c->drop_spans[i].ns >= from && c->drop_spans[i].from_ns <= to)
+			*drop = true;
 	return hit;
 }
 
