@@ -1024,6 +1024,24 @@ static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport
  * so that the watch events it is sent are also seen arriving: its TLS probes are attached the
  * first time one of its connections to the apiserver shows up. Not Go, no crypto/tls, already
  * traced: left alone, once. */
+/* Whether p runs the program of a role whose process exited and is awaited back: a restarted
+ * kube-scheduler connects to the apiserver before the once-a-second restart check sees it, and
+ * taken as a watcher first it was, in test-faults b under load, never taken for its role. */
+static bool awaited_restart(const struct trace_state *st, const struct process_info *p)
+{
+	const char *base = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
+	int i;
+
+	for (i = 0; i < st->n_targets; i++) {
+		const struct target *t = &st->targets[i];
+
+		if (t->role != ROLE_WATCHER && !t->attached &&
+		    strncmp(base, role_exe[t->role], strlen(role_exe[t->role])) == 0)
+			return true;
+	}
+	return false;
+}
+
 static void maybe_trace_watcher(struct trace_state *st, pid_t pid)
 {
 	const int n_tried = (int)(sizeof(st->watcher_tried) / sizeof(st->watcher_tried[0]));
@@ -1046,7 +1064,7 @@ static void maybe_trace_watcher(struct trace_state *st, pid_t pid)
 		t = &st->targets[st->n_targets];
 	memset(t, 0, sizeof(*t));
 	t->role = ROLE_WATCHER;
-	if (discover__process(pid, &t->proc) != 0)
+	if (discover__process(pid, &t->proc) != 0 || awaited_restart(st, &t->proc))
 		return;
 	util__libbpf_quiet(true);
 	if (attach_target(st, t) == 0) {
