@@ -928,10 +928,11 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 	 * began before bindtrace did. Stages seen at the attach itself do. */
 	if (drop)
 		t->started_midway = false;
-	/* attach_ns is when every target was attached: a bind already under way then met
-	 * probes that were still being placed, whichever of its stages were seen (under load a
-	 * target's attach takes seconds). */
-	if (from < c->opt.attach_ns + 1000000 && !all_seen(t))
+	/* An answer within a millisecond of attaching without its request, or any stage from
+	 * before attach_ns (when every target was attached: a bind under way then met probes still
+	 * being placed, whichever of its stages were seen; under load that takes seconds). */
+	if ((from < c->opt.attach_ns + 1000000 && !t->stages[STAGE_BIND_REQUEST].seen) ||
+	    (from < c->opt.attach_ns && !all_seen(t)))
 		t->started_midway = true;
 
 	t->missing = 0;
