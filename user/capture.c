@@ -19,6 +19,7 @@
 #include "capture.skel.h"
 #include "commands.h"
 #include "discover.h"
+#include "endpoint.h"
 #include "events.h"
 #include "streams.h"
 #include "tlsprobe.h"
@@ -190,19 +191,6 @@ static struct proc_stats *proc_stats(struct capture_state *st, pid_t pid, const 
 	return &st->procs[st->n_procs++];
 }
 
-static void format_addr(char *buf, size_t len, __u16 family, const __u8 *addr, __u16 port)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (family == AF_INET) {
-		inet_ntop(AF_INET, addr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, port);
-	} else {
-		inet_ntop(AF_INET6, addr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, port);
-	}
-}
-
 static bool mostly_text(const __u8 *p, size_t n)
 {
 	size_t i, bad = 0;
@@ -287,7 +275,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	const struct data_event *e = data;
 	struct proc_stats *ps;
 	struct stream *s;
-	char laddr[64], raddr[64], comm[17];
+	char laddr[ENDPOINT_STRLEN], raddr[ENDPOINT_STRLEN], comm[17];
+	struct endpoint local, remote;
 	uint64_t missed;
 	size_t shown;
 
@@ -300,8 +289,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	st->events++;
 	snprintf(comm, sizeof(comm), "%.16s", e->hdr.comm);
-	format_addr(laddr, sizeof(laddr), e->family, e->laddr, e->lport);
-	format_addr(raddr, sizeof(raddr), e->family, e->raddr, e->rport);
+	endpoint__set(&local, e->family, e->laddr, e->lport);
+	endpoint__set(&remote, e->family, e->raddr, e->rport);
+	endpoint__format(&local, laddr, sizeof(laddr));
+	endpoint__format(&remote, raddr, sizeof(raddr));
 	ps = proc_stats(st, (pid_t)e->hdr.pid, comm);
 	s = streams__get(&st->streams, e->hdr.pid, e->conn, e->dir);
 	missed = 0;

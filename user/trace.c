@@ -24,6 +24,7 @@
 #include "correlate.h"
 #include "decode.h"
 #include "discover.h"
+#include "endpoint.h"
 #include "events.h"
 #include "goelf.h"
 #include "gorelease.h"
@@ -1136,21 +1137,10 @@ static void on_decoded(const struct decoded_msg *msg, void *ctx)
 	correlator__message(cc->st->corr, &cc->who, msg);
 }
 
-static void format_addr(char *buf, size_t len, __u16 family, const __u8 *addr, __u16 port)
-{
-	char ip[64] = "?";
-
-	if (family == 2)
-		snprintf(ip, sizeof(ip), "%u.%u.%u.%u", addr[0], addr[1], addr[2], addr[3]);
-	else
-		snprintf(ip, sizeof(ip), "[%x:...:%02x%02x]", addr[0] << 8 | addr[1], addr[14],
-			 addr[15]);
-	snprintf(buf, len, "%s:%u", ip, port);
-}
-
 static void on_data(struct trace_state *st, const struct data_event *e)
 {
 	struct target *t = target_of(st, (pid_t)e->hdr.pid);
+	struct endpoint local, remote;
 	struct stream *s, *cs;
 	struct conn_ctx *cc;
 	uint64_t missed;
@@ -1173,8 +1163,10 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		util__copy(cc->who.comm, sizeof(cc->who.comm), t->proc.comm);
 		cc->who.role = t->role;
 		cc->who.conn = e->conn;
-		format_addr(cc->who.laddr, sizeof(cc->who.laddr), e->family, e->laddr, e->lport);
-		format_addr(cc->who.raddr, sizeof(cc->who.raddr), e->family, e->raddr, e->rport);
+		endpoint__set(&local, e->family, e->laddr, e->lport);
+		endpoint__set(&remote, e->family, e->raddr, e->rport);
+		endpoint__format(&local, cc->who.laddr, sizeof(cc->who.laddr));
+		endpoint__format(&remote, cc->who.raddr, sizeof(cc->who.raddr));
 		/* The apiserver's clients on this host, named: the watchers of a bind. */
 		if (t->role == ROLE_APISERVER && is_listening(t->proc.pid, e->lport)) {
 			resolve_peer(t->proc.pid, e->family, e->laddr, e->lport, e->raddr, e->rport,
