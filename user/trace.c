@@ -1140,7 +1140,6 @@ static void on_decoded(const struct decoded_msg *msg, void *ctx)
 static void on_data(struct trace_state *st, const struct data_event *e)
 {
 	struct target *t = target_of(st, (pid_t)e->hdr.pid);
-	struct endpoint local, remote;
 	struct stream *s, *cs;
 	struct conn_ctx *cc;
 	uint64_t missed;
@@ -1163,10 +1162,8 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		util__copy(cc->who.comm, sizeof(cc->who.comm), t->proc.comm);
 		cc->who.role = t->role;
 		cc->who.conn = e->conn;
-		endpoint__set(&local, e->family, e->laddr, e->lport);
-		endpoint__set(&remote, e->family, e->raddr, e->rport);
-		endpoint__format(&local, cc->who.laddr, sizeof(cc->who.laddr));
-		endpoint__format(&remote, cc->who.raddr, sizeof(cc->who.raddr));
+		endpoint__set(&cc->who.local, e->family, e->laddr, e->lport);
+		endpoint__set(&cc->who.remote, e->family, e->raddr, e->rport);
 		/* The apiserver's clients on this host, named: the watchers of a bind. */
 		if (t->role == ROLE_APISERVER && is_listening(t->proc.pid, e->lport)) {
 			resolve_peer(t->proc.pid, e->family, e->laddr, e->lport, e->raddr, e->rport,
@@ -1175,7 +1172,8 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		}
 		if (verbose)
 			fprintf(stderr, "bindtrace: %s pid %d: connection %s -> %s%s%s (pid %d)\n",
-				role_exe[t->role], t->proc.pid, cc->who.laddr, cc->who.raddr,
+				role_exe[t->role], t->proc.pid, endpoint__str(&cc->who.local).s,
+				endpoint__str(&cc->who.remote).s,
 				cc->who.peer_comm[0] ? ", peer " : "", cc->who.peer_comm,
 				cc->who.peer_pid);
 		cc->dec = conn_decoder__new(on_decoded, cc);

@@ -24,7 +24,6 @@
  * (review them with git diff); otherwise a difference prints where each file first differs and a
  * unified diff (GOLDEN_DIFF_LINES lines per file, default 40), and fails. GOLDEN_KEEP=1 keeps
  * the outputs (in $TMPDIR, else /tmp). */
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +41,7 @@
 #include "check.h"
 #include "correlate.h"
 #include "decode.h"
+#include "endpoint.h"
 #include "message_json.h"
 #include "slurp.h"
 #include "streams.h"
@@ -324,28 +324,6 @@ static enum process_role role_of(const char *comm)
 	return ROLE_WATCHER; /* anything else the tracer follows is a watcher it attached to */
 }
 
-/* "1.2.3.4:80" or "[::1]:80" into the data event's binary form. */
-static void parse_addr(const char *s, __u16 *family, __u8 addr[16], __u16 *port)
-{
-	char host[64];
-	const char *colon = s ? strrchr(s, ':') : NULL;
-	size_t n;
-
-	if (!colon)
-		return;
-	n = (size_t)(colon - s);
-	if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {
-		snprintf(host, sizeof(host), "%.*s", (int)(n - 2), s + 1);
-		if (inet_pton(AF_INET6, host, addr) == 1)
-			*family = AF_INET6;
-	} else {
-		snprintf(host, sizeof(host), "%.*s", (int)n, s);
-		if (inet_pton(AF_INET, host, addr) == 1)
-			*family = AF_INET;
-	}
-	*port = (__u16)atoi(colon + 1);
-}
-
 static const char *str_of(json_t *j, const char *key)
 {
 	const char *s = json_string_value(json_object_get(j, key));
@@ -377,8 +355,9 @@ static struct conn_state *conn_of(struct replay *r, json_t *rec, int dir)
 	util__copy(cs->who.comm, sizeof(cs->who.comm), str_of(rec, "comm"));
 	cs->who.role = role_of(cs->who.comm);
 	cs->who.conn = conn;
-	util__copy(cs->who.laddr, sizeof(cs->who.laddr), str_of(rec, "laddr"));
-	util__copy(cs->who.raddr, sizeof(cs->who.raddr), str_of(rec, "raddr"));
+	CHECK(endpoint__parse(str_of(rec, "laddr"), &cs->who.local) == 0 &&
+		  endpoint__parse(str_of(rec, "raddr"), &cs->who.remote) == 0,
+	      "%s: a record's addresses", r->gc->fixture);
 	cs->dec = conn_decoder__new(on_decoded, cs);
 	/* The tracer knows which end dialed from its listening ports; a capture says so in
 	 * "client" where it knew. Without it the decoder finds out, as `bindtrace decode` does. */
@@ -424,8 +403,11 @@ static void replay__data(struct replay *r, json_t *rec)
 	e->fd = (__s32)u64_of(rec, "fd");
 	e->dir = (__u8)dir;
 	e->source = !strcmp(str_of(rec, "source"), "syscall") ? SOURCE_SYSCALL : SOURCE_TLS;
-	parse_addr(str_of(rec, "laddr"), &e->family, e->laddr, &e->lport);
-	parse_addr(str_of(rec, "raddr"), &e->family, e->raddr, &e->rport);
+	e->family = cs->who.local.family;
+	memcpy(e->laddr, cs->who.local.addr, sizeof(e->laddr));
+	memcpy(e->raddr, cs->who.remote.addr, sizeof(e->raddr));
+	e->lport = cs->who.local.port;
+	e->rport = cs->who.remote.port;
 	r->data_bytes += e->len;
 
 	/* trace.c's on_data from here. */
