@@ -15,6 +15,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <jansson.h>
 
 #include "capture.skel.h"
 #include "commands.h"
@@ -229,20 +230,47 @@ static void print_bytes(const __u8 *p, size_t n)
 	}
 }
 
-static void print_json_string(const char *s)
+/* One JSON object on its own line; takes the reference. */
+static void print_json(json_t *o)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
+	if (o) {
+		json_dumpf(o, stdout, JSON_COMPACT);
+		putchar('\n');
 	}
-	putchar('"');
+	json_decref(o);
+}
+
+static const char *dir_name(const struct data_event *e)
+{
+	return e->dir == DIR_OUT ? "out" : "in";
+}
+
+static void print_json_data(struct capture_state *st, const struct data_event *e, const char *comm,
+			    const char *laddr, const char *raddr, uint64_t missed)
+{
+	char *b64 = malloc(4 * ((size_t)e->len / 3 + 1) + 1);
+	size_t n;
+
+	if (missed)
+		print_json(json_pack("{s:I, s:I, s:i, s:I, s:s, s:I}", "gap", (json_int_t)missed,
+				     "ts_ns", (json_int_t)e->hdr.ts_ns, "pid", (int)e->hdr.pid,
+				     "conn", (json_int_t)e->conn, "dir", dir_name(e), "offset",
+				     (json_int_t)(e->offset - missed)));
+	if (!b64) {
+		fprintf(stderr, "bindtrace: capture: out of memory\n");
+		return;
+	}
+	n = util__base64_encode(e->data, e->len, b64);
+	print_json(json_pack("{s:I, s:I, s:i, s:i, s:o, s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:i, "
+			     "s:s%}",
+			     "ts_ns", (json_int_t)e->hdr.ts_ns, "wall_ns",
+			     (json_int_t)(e->hdr.ts_ns + st->wall_offset_ns), "pid",
+			     (int)e->hdr.pid, "tid", (int)e->hdr.tid, "comm",
+			     util__json_string(comm), "conn", (json_int_t)e->conn, "fd", e->fd,
+			     "laddr", laddr, "raddr", raddr, "dir", dir_name(e), "source",
+			     e->source == SOURCE_TLS ? "tls" : "tcp", "offset",
+			     (json_int_t)e->offset, "len", (int)e->len, "data", b64, n));
+	free(b64);
 }
 
 static void on_fsync(struct capture_state *st, const struct fsync_event *e)
@@ -254,12 +282,11 @@ static void on_fsync(struct capture_state *st, const struct fsync_event *e)
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n > 0 ? n : 0] = '\0';
 	if (st->opt->json) {
-		printf("{\"event\":\"%s\",\"ts_ns\":%llu,\"start_ns\":%llu,\"pid\":%u,\"tid\":%u,"
-		       "\"fd\":%d,\"file\":",
-		       e->datasync ? "fdatasync" : "fsync", (unsigned long long)e->hdr.ts_ns,
-		       (unsigned long long)e->start_ns, e->hdr.pid, e->hdr.tid, e->fd);
-		print_json_string(path);
-		printf(",\"ret\":%lld}\n", (long long)e->ret);
+		print_json(json_pack("{s:s, s:I, s:I, s:i, s:i, s:i, s:o, s:I}", "event",
+				     e->datasync ? "fdatasync" : "fsync", "ts_ns",
+				     (json_int_t)e->hdr.ts_ns, "start_ns", (json_int_t)e->start_ns,
+				     "pid", (int)e->hdr.pid, "tid", (int)e->hdr.tid, "fd", e->fd,
+				     "file", util__json_string(path), "ret", (json_int_t)e->ret));
 		return;
 	}
 	printf("%llu.%06llu %u/%.16s %s fd %d %s %.3f ms%s\n",
@@ -313,28 +340,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	}
 
 	if (st->opt->json) {
-		if (missed) {
-			printf("{\"gap\":%llu,\"ts_ns\":%llu,\"pid\":%u,\"conn\":%llu,\"dir\":\"%"
-			       "s\","
-			       "\"offset\":%llu}\n",
-			       (unsigned long long)missed, (unsigned long long)e->hdr.ts_ns,
-			       e->hdr.pid, (unsigned long long)e->conn,
-			       e->dir == DIR_OUT ? "out" : "in",
-			       (unsigned long long)(e->offset - missed));
-		}
-		printf("{\"ts_ns\":%llu,\"wall_ns\":%llu,\"pid\":%u,\"tid\":%u,\"comm\":",
-		       (unsigned long long)e->hdr.ts_ns,
-		       (unsigned long long)(e->hdr.ts_ns + st->wall_offset_ns), e->hdr.pid,
-		       e->hdr.tid);
-		print_json_string(comm);
-		printf(",\"conn\":%llu,\"fd\":%d,\"laddr\":\"%s\",\"raddr\":\"%s\",\"dir\":"
-		       "\"%s\","
-		       "\"source\":\"%s\",\"offset\":%llu,\"len\":%u,\"data\":\"",
-		       (unsigned long long)e->conn, e->fd, laddr, raddr,
-		       e->dir == DIR_OUT ? "out" : "in", e->source == SOURCE_TLS ? "tls" : "tcp",
-		       (unsigned long long)e->offset, e->len);
-		util__base64_print(stdout, e->data, e->len);
-		printf("\"}\n");
+		print_json_data(st, e, comm, laddr, raddr, missed);
 		return 0;
 	}
 	if (missed)

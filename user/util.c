@@ -3,12 +3,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
+#include <jansson.h>
 
 #include "util.h"
 
@@ -145,32 +147,47 @@ long util__base64_decode(const char *in, size_t n, unsigned char *out)
 	return o;
 }
 
-void util__base64_print(FILE *out, const unsigned char *p, size_t n)
+size_t util__base64_encode(const unsigned char *p, size_t n, char *out)
 {
 	static const char alphabet[] =
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char buf[4096 + 4];
 	size_t i, k = 0;
 
 	for (i = 0; i + 2 < n; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
 
-		buf[k++] = alphabet[v >> 18];
-		buf[k++] = alphabet[(v >> 12) & 63];
-		buf[k++] = alphabet[(v >> 6) & 63];
-		buf[k++] = alphabet[v & 63];
-		if (k >= 4096) {
-			fwrite(buf, 1, k, out);
-			k = 0;
-		}
+		out[k++] = alphabet[v >> 18];
+		out[k++] = alphabet[(v >> 12) & 63];
+		out[k++] = alphabet[(v >> 6) & 63];
+		out[k++] = alphabet[v & 63];
 	}
 	if (i < n) {
 		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
 
-		buf[k++] = alphabet[v >> 18];
-		buf[k++] = alphabet[(v >> 12) & 63];
-		buf[k++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
-		buf[k++] = '=';
+		out[k++] = alphabet[v >> 18];
+		out[k++] = alphabet[(v >> 12) & 63];
+		out[k++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
+		out[k++] = '=';
 	}
-	fwrite(buf, 1, k, out);
+	out[k] = '\0';
+	return k;
+}
+
+json_t *util__json_string(const char *s)
+{
+	json_t *j = json_string(s);
+	char *copy;
+	size_t i;
+
+	if (j)
+		return j;
+	copy = strdup(s);
+	if (!copy)
+		return json_string("?");
+	for (i = 0; copy[i]; i++)
+		if ((unsigned char)copy[i] >= 0x80)
+			copy[i] = '?';
+	j = json_string(copy);
+	free(copy);
+	return j;
 }
