@@ -103,8 +103,7 @@ struct trace_state {
 	int n_targets;
 	pid_t watcher_tried[64]; /* peers already looked at (attached or not a Go TLS program) */
 	int n_watcher_tried;
-	struct streams streams; /* per (pid, conn, dir): gap tracking */
-	struct streams conns;	/* per (pid, conn): the decoder (dir 0 slot) */
+	struct streams conns; /* per (pid, conn): the decoder (dir 0 slot) */
 	struct correlator *corr;
 	struct summary *summary;
 	struct trace_outputs *outputs;
@@ -762,8 +761,8 @@ static void sweep_closed(struct trace_state *st, uint64_t now)
 		uint64_t *open = open_sockets(pid, &n_open);
 
 		for (j = i; j < n_idle; j++) {
-			struct stream *cs, *s;
 			struct conn_ctx *cc;
+			struct stream *cs;
 
 			if (idle[j].pid != pid || idle[j].conn == 0)
 				continue;
@@ -779,12 +778,6 @@ static void sweep_closed(struct trace_state *st, uint64_t now)
 				free(cc);
 				streams__del(&st->conns, cs);
 				st->conns_closed++;
-			}
-			for (int dir = 0; dir < 2; dir++) {
-				s = streams__find(&st->streams, (uint32_t)pid, idle[j].conn,
-						  (uint8_t)dir);
-				if (s)
-					streams__del(&st->streams, s);
 			}
 			idle[j].conn = 0;
 		}
@@ -1140,15 +1133,14 @@ static void on_decoded(const struct decoded_msg *msg, void *ctx)
 static void on_data(struct trace_state *st, const struct data_event *e)
 {
 	struct target *t = target_of(st, (pid_t)e->hdr.pid);
-	struct stream *s, *cs;
 	struct conn_ctx *cc;
-	uint64_t missed;
+	struct stream *cs;
+	int64_t missed;
 
 	if (!t)
 		return;
 	cs = streams__get(&st->conns, e->hdr.pid, e->conn, 0);
-	s = streams__get(&st->streams, e->hdr.pid, e->conn, e->dir);
-	if (!cs || !s) {
+	if (!cs) {
 		st->conn_table_full = true;
 		return;
 	}
@@ -1181,20 +1173,19 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 			free(cc);
 			return;
 		}
+		conn_decoder__offsets_from_zero(cc->dec);
 		/* Which end is the client: an accepted connection's is the remote. */
 		conn_decoder__set_client_dir(
 		    cc->dec, is_listening(t->proc.pid, e->lport) ? CONN_DIR_IN : CONN_DIR_OUT);
 		cs->user = cc;
 	}
-	missed = stream__advance(s, e->offset, e->len);
-	if (missed) {
-		bind_metrics__gap(st->metrics, t->role, missed);
-		conn_decoder__gap(cc->dec, e->dir, missed);
-		correlator__loss(st->corr, t->proc.pid, e->conn, e->hdr.ts_ns);
-	}
 	trace_outputs__data(st->outputs, &cc->who, e);
 	cc->last_ns = e->hdr.ts_ns;
-	conn_decoder__feed(cc->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
+	missed = conn_decoder__feed(cc->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
+	if (missed > 0) {
+		bind_metrics__gap(st->metrics, t->role, (uint64_t)missed);
+		correlator__loss(st->corr, t->proc.pid, e->conn, e->hdr.ts_ns);
+	}
 }
 
 static void on_fsync(struct trace_state *st, const struct fsync_event *e)
@@ -1450,7 +1441,7 @@ int cmd_trace(int argc, char **argv)
 			strerror(-err));
 		goto cleanup;
 	}
-	if (streams__init(&st->streams, MAX_CONNS * 2) || streams__init(&st->conns, MAX_CONNS)) {
+	if (streams__init(&st->conns, MAX_CONNS)) {
 		fprintf(stderr, "bindtrace: out of memory\n");
 		goto cleanup;
 	}
@@ -1608,7 +1599,6 @@ cleanup:
 	summary__free(st->summary);
 	correlator__free(st->corr);
 	capture_bpf__destroy(st->skel);
-	streams__free(&st->streams);
 	streams__free(&st->conns);
 	free(st);
 	return rc;

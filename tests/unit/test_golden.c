@@ -1,6 +1,6 @@
 /* The golden test: every recorded capture in tests/fixtures replayed the way the tracer takes in
  * its ring buffer — an actor per connection from the record's pid, comm, addresses and socket,
- * gaps found from the stream offsets (streams.c), one conn_decoder per connection, decoded
+ * one conn_decoder per connection finding the gaps from the stream offsets (dispatch.c), decoded
  * messages to the outputs and the correlator, etcd's fsyncs (`capture --fsync` records) to both
  * as the tracer's on_fsync hands them, the correlator ticked every 50 ms of capture time
  * with the tracer's linger — and what every writer made of it compared byte for byte with the
@@ -227,6 +227,7 @@ struct conn_state {
 	struct actor who;
 	struct conn_decoder *dec;
 	struct replay *r;
+	bool seen[2]; /* a direction's first chunk was fed */
 };
 
 struct replay {
@@ -234,8 +235,7 @@ struct replay {
 	struct correlator *corr;
 	struct trace_outputs *outputs;
 	struct summary *summary;
-	struct streams streams; /* per (pid, conn, dir): gap tracking, as trace.c keeps it */
-	struct streams conns;	/* per (pid, conn): the connection's state */
+	struct streams conns; /* per (pid, conn): the connection's state */
 	FILE *timeline, *json, *messages_out;
 	json_t *recs; /* the fixture's records */
 	int64_t wall_offset_ns;
@@ -359,6 +359,7 @@ static struct conn_state *conn_of(struct replay *r, json_t *rec, int dir)
 		  endpoint__parse(str_of(rec, "raddr"), &cs->who.remote) == 0,
 	      "%s: a record's addresses", r->gc->fixture);
 	cs->dec = conn_decoder__new(on_decoded, cs);
+	conn_decoder__offsets_from_zero(cs->dec);
 	/* The tracer knows which end dialed from its listening ports; a capture says so in
 	 * "client" where it knew. Without it the decoder finds out, as `bindtrace decode` does. */
 	if (!strcmp(client, "local"))
@@ -378,10 +379,8 @@ static void replay__data(struct replay *r, json_t *rec)
 	struct conn_state *cs = conn_of(r, rec, dir);
 	size_t n = strlen(b64);
 	struct data_event *e = calloc(1, sizeof(*e) + n);
-	struct stream *s;
 	long len;
-	uint64_t missed;
-	bool first;
+	int64_t missed;
 
 	if (!cs || !e) {
 		free(e);
@@ -410,21 +409,17 @@ static void replay__data(struct replay *r, json_t *rec)
 	e->rport = cs->who.remote.port;
 	r->data_bytes += e->len;
 
-	/* trace.c's on_data from here. */
-	s = streams__get(&r->streams, e->hdr.pid, e->conn, e->dir);
-	CHECK(s != NULL, "%s: stream table", r->gc->fixture);
-	first = s && !s->events;
-	missed = s ? stream__advance(s, e->offset, e->len) : 0;
-	if (missed) {
-		if (first)
-			r->bytes_before_first += missed;
+	/* dispatch.c's on_data from here. */
+	trace_outputs__data(r->outputs, &cs->who, e);
+	missed = conn_decoder__feed(cs->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
+	if (missed > 0) {
+		if (!cs->seen[e->dir])
+			r->bytes_before_first += (uint64_t)missed;
 		else
-			r->gap_bytes_found += missed;
-		conn_decoder__gap(cs->dec, e->dir, missed);
+			r->gap_bytes_found += (uint64_t)missed;
 		correlator__loss(r->corr, cs->who.pid, e->conn, e->hdr.ts_ns);
 	}
-	trace_outputs__data(r->outputs, &cs->who, e);
-	conn_decoder__feed(cs->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
+	cs->seen[e->dir] = true;
 	free(e);
 }
 
@@ -606,10 +601,10 @@ static int replay__run(const struct golden_case *gc, const char *out)
 	join(path, out, "messages.jsonl");
 	r.messages_out = fopen(path, "w");
 	CHECK(r.outputs && r.corr && r.summary && r.timeline && r.json && r.messages_out &&
-		  !streams__init(&r.streams, 1024) && !streams__init(&r.conns, 512),
+		  !streams__init(&r.conns, 512),
 	      "%s: replay set up", gc->fixture);
 	if (!r.outputs || !r.corr || !r.summary || !r.timeline || !r.json || !r.messages_out ||
-	    !r.streams.slots || !r.conns.slots)
+	    !r.conns.slots)
 		goto cleanup;
 	r.recs = recs;
 	register_identities(&r, recs);
@@ -626,7 +621,7 @@ static int replay__run(const struct golden_case *gc, const char *out)
 		last_ts = ts > last_ts ? ts : last_ts;
 		/* A gap the capture noted: the tracer finds it from the next event's offset, and
 		 * so does the replay (checked equal below). A stream whose first event is past 0
-		 * is one whose start was lost, for the tracer too (streams.c). */
+		 * is one whose start was lost, for the tracer too (stream_pos.h). */
 		if (json_is_integer(json_object_get(rec, "gap")))
 			r.gap_bytes_recorded += u64_of(rec, "gap");
 		else if (json_is_string(json_object_get(rec, "data")))
@@ -665,7 +660,6 @@ cleanup:
 			free(cs);
 		}
 	}
-	streams__free(&r.streams);
 	streams__free(&r.conns);
 	if (r.timeline)
 		fclose(r.timeline);
