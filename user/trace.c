@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -959,23 +960,21 @@ static unsigned long proc_tcp_inode(pid_t pid, const __u8 *local_addr, __u16 loc
 }
 
 /* The local process at the other end of a TCP connection of pid: the socket whose local and
- * remote addresses are ours swapped (asked of the kernel by its 4-tuple, or found in
- * /proc/PID/net/tcp when pid is in another network namespace), then its owner among /proc's
- * file descriptors. Only IPv4 here; 0 when the peer is elsewhere. */
-static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport, const __u8 *raddr,
-			 __u16 rport, struct actor *who)
+ * remote addresses are ours swapped (asked of the kernel by its two ends, or found in
+ * /proc/PID/net/tcp when pid is in another network namespace, IPv4 only there), then its owner
+ * among /proc's file descriptors. 0 when the peer is elsewhere. */
+static void resolve_peer(pid_t pid, struct actor *who)
 {
 	char path[300], line[512], link[600], target[64];
 	unsigned long inode = 0;
 	struct dirent *de, *fe;
+	uint8_t l4[4], r4[4];
 	DIR *proc, *fds;
 
-	if (family != 2)
-		return;
 	if (sockdiag__same_netns(pid))
-		inode = sockdiag__inode4(raddr, rport, laddr, lport);
-	if (!inode)
-		inode = proc_tcp_inode(pid, raddr, rport, laddr, lport);
+		inode = sockdiag__inode(&who->remote, &who->local);
+	if (!inode && endpoint__ipv4(&who->local, l4) && endpoint__ipv4(&who->remote, r4))
+		inode = proc_tcp_inode(pid, r4, who->remote.port, l4, who->local.port);
 	if (!inode)
 		return;
 	snprintf(target, sizeof(target), "socket:[%lu]", inode);
@@ -1097,7 +1096,7 @@ static void trace_connected_watchers(struct trace_state *st, struct target *api)
 	in = fopen(path, "r");
 	while (in && fgets(line, sizeof(line), in)) {
 		struct actor who = { 0 };
-		__u8 la[4], ra[4];
+		__u8 la[16] = { 0 }, ra[16] = { 0 };
 		bool own = false;
 		int i;
 
@@ -1113,7 +1112,9 @@ static void trace_connected_watchers(struct trace_state *st, struct target *api)
 			la[i] = (__u8)(lip >> (8 * i));
 			ra[i] = (__u8)(rip >> (8 * i));
 		}
-		resolve_peer(api->proc.pid, 2, la, (__u16)lport, ra, (__u16)rport, &who);
+		endpoint__set(&who.local, AF_INET, la, (uint16_t)lport);
+		endpoint__set(&who.remote, AF_INET, ra, (uint16_t)rport);
+		resolve_peer(api->proc.pid, &who);
 		if (who.peer_pid && who.peer_pid != api->proc.pid)
 			maybe_trace_watcher(st, who.peer_pid);
 	}
@@ -1158,8 +1159,7 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		endpoint__set(&cc->who.remote, e->family, e->raddr, e->rport);
 		/* The apiserver's clients on this host, named: the watchers of a bind. */
 		if (t->role == ROLE_APISERVER && is_listening(t->proc.pid, e->lport)) {
-			resolve_peer(t->proc.pid, e->family, e->laddr, e->lport, e->raddr, e->rport,
-				     &cc->who);
+			resolve_peer(t->proc.pid, &cc->who);
 			maybe_trace_watcher(st, cc->who.peer_pid);
 		}
 		if (verbose)
