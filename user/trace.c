@@ -3,7 +3,6 @@
  * feed each connection's bytes to its decoder and the decoded messages, fsyncs and bind calls to
  * the correlator, and hand finished binds to the outputs. */
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 #include "events.h"
 #include "goelf.h"
 #include "gorelease.h"
+#include "link_reaper.h"
 #include "metrics_http.h"
 #include "sockdiag.h"
 #include "streams.h"
@@ -77,23 +77,6 @@ struct conn_ctx {
 	struct conn_decoder *dec;
 	struct trace_state *st;
 	uint64_t last_ns; /* the last event's time */
-};
-
-/* Closing a uprobe takes the kernel about 0.1 s (it waits for a grace period): an exited
- * process's probes are closed by this thread, so that a kubectl coming and going does not stall
- * the ring buffer for a second. */
-struct reap_job {
-	struct bpf_link **links;
-	size_t n;
-	struct reap_job *next;
-};
-
-struct link_reaper {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct reap_job *head;
-	pthread_t thread;
-	bool started, done;
 };
 
 struct trace_state {
@@ -348,68 +331,6 @@ static int find_role(struct trace_state *st, enum process_role role, pid_t given
 	return n;
 }
 
-static void *reaper__run(void *arg)
-{
-	struct link_reaper *r = arg;
-	struct reap_job *job;
-	size_t i;
-
-	for (;;) {
-		pthread_mutex_lock(&r->lock);
-		while (!r->head && !r->done)
-			pthread_cond_wait(&r->cond, &r->lock);
-		job = r->head;
-		if (job)
-			r->head = job->next;
-		pthread_mutex_unlock(&r->lock);
-		if (!job)
-			return NULL;
-		for (i = 0; i < job->n; i++)
-			bpf_link__destroy(job->links[i]);
-		free(job->links);
-		free(job);
-	}
-}
-
-/* Takes the links (an array of n from malloc) to close them in the background, or closes them
- * here when no thread can be had. */
-static void reaper__add(struct link_reaper *r, struct bpf_link **links, size_t n)
-{
-	struct reap_job *job = calloc(1, sizeof(*job));
-	size_t i;
-
-	pthread_mutex_lock(&r->lock);
-	if (job && !r->started && !r->done)
-		r->started = pthread_create(&r->thread, NULL, reaper__run, r) == 0;
-	if (job && r->started) {
-		job->links = links;
-		job->n = n;
-		job->next = r->head;
-		r->head = job;
-		pthread_cond_signal(&r->cond);
-		links = NULL;
-	}
-	pthread_mutex_unlock(&r->lock);
-	if (links) {
-		for (i = 0; i < n; i++)
-			bpf_link__destroy(links[i]);
-		free(links);
-		free(job);
-	}
-}
-
-/* Waits until every handed link is closed. */
-static void reaper__finish(struct link_reaper *r)
-{
-	pthread_mutex_lock(&r->lock);
-	r->done = true;
-	pthread_cond_signal(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-	if (r->started)
-		pthread_join(r->thread, NULL);
-	r->started = false;
-}
-
 /* Probes of a process that is still running are closed at once: new ones may follow on it. Those
  * of one that exited can see nothing more and go to the reaper. */
 static void detach_target(struct trace_state *st, struct target *t)
@@ -424,7 +345,7 @@ static void detach_target(struct trace_state *st, struct target *t)
 
 		if (t->call_link)
 			links[n++] = t->call_link;
-		reaper__add(&st->reaper, links, n);
+		link_reaper__add(&st->reaper, links, n);
 		t->tls.links = NULL;
 		t->tls.n_links = 0;
 		t->call_link = NULL;
@@ -1211,8 +1132,7 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, "bindtrace: out of memory\n");
 		return 1;
 	}
-	pthread_mutex_init(&st->reaper.lock, NULL);
-	pthread_cond_init(&st->reaper.cond, NULL);
+	link_reaper__init(&st->reaper);
 	trace_cli__parse(argc, argv, &st->opt);
 	if (st->opt.check) {
 		free(st);
@@ -1394,7 +1314,7 @@ int cmd_trace(int argc, char **argv)
 cleanup:
 	metrics_server__stop(st->metrics_server);
 	bind_metrics__free(st->metrics);
-	reaper__finish(&st->reaper);
+	link_reaper__finish(&st->reaper);
 	ring_buffer__free(ring);
 	for (i = 0; i < n_tp; i++)
 		bpf_link__destroy(tp_links[i]);
