@@ -7,12 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <sys/socket.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -29,7 +26,7 @@
 #include "gorelease.h"
 #include "link_reaper.h"
 #include "metrics_http.h"
-#include "sockdiag.h"
+#include "sockets.h"
 #include "streams.h"
 #include "summary.h"
 #include "timeline.h"
@@ -99,8 +96,7 @@ struct trace_state {
 	uint64_t events;
 	bool conn_table_full;
 	uint64_t conns_closed; /* decoders freed after their socket closed */
-	char fd_cache_path[64][256];
-	int fd_cache_key[64][2];
+	struct sockets *sockets;
 };
 
 static volatile sig_atomic_t stopping, reopen_requested;
@@ -295,6 +291,7 @@ static int attach_target(struct trace_state *st, struct target *t)
 	 * the peak holds one binary's, and citations later fault in only what they read. */
 	go_binary__release(t->gb);
 	t->attached = true;
+	sockets__track(st->sockets, t->proc.pid);
 	return 0;
 }
 
@@ -358,6 +355,7 @@ static void detach_target(struct trace_state *st, struct target *t)
 	bpf_map__delete_elem(st->skel->maps.targets, &pid, sizeof(pid), 0);
 	bpf_map__delete_elem(st->skel->maps.fsync_targets, &pid, sizeof(pid), 0);
 	t->attached = false;
+	sockets__untrack(st->sockets, t->proc.pid);
 }
 
 /* How many processes of a role's name are looked at for a replacement: all of them in practice.
@@ -431,46 +429,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The socket inodes open in pid, sorted (n = 0 when it is gone). */
-static uint64_t *open_sockets(pid_t pid, size_t *n)
-{
-	char path[64], link[64];
-	uint64_t *inos = NULL, ino;
-	size_t cap = 0;
-	struct dirent *de;
-	DIR *d;
-
-	*n = 0;
-	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	d = opendir(path);
-	if (!d)
-		return NULL;
-	while ((de = readdir(d))) {
-		char fdpath[64 + sizeof(de->d_name)];
-		ssize_t len;
-
-		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
-		len = readlink(fdpath, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = 0;
-		if (sscanf(link, "socket:[%llu]", (unsigned long long *)&ino) != 1)
-			continue;
-		if (*n == cap) {
-			uint64_t *more = realloc(inos, (cap ? cap * 2 : 256) * sizeof(*inos));
-			if (!more)
-				break;
-			inos = more;
-			cap = cap ? cap * 2 : 256;
-		}
-		inos[(*n)++] = ino;
-	}
-	closedir(d);
-	if (*n)
-		qsort(inos, *n, sizeof(*inos), cmp_u64);
-	return inos;
-}
-
 /* Connections idle for a while whose socket is no longer open in their process are closed:
  * their decoders and stream slots are freed, so a long run with many short-lived clients keeps
  * its memory (and the tables keep room). Idle ones only, so the /proc scan stays rare. */
@@ -502,7 +460,7 @@ static void sweep_closed(struct trace_state *st, uint64_t now)
 	for (i = 0; i < n_idle;) {
 		pid_t pid = idle[i].pid;
 		size_t n_open;
-		uint64_t *open = open_sockets(pid, &n_open);
+		uint64_t *open = sockets__open_inodes(pid, &n_open);
 
 		for (j = i; j < n_idle; j++) {
 			struct conn_ctx *cc;
@@ -576,186 +534,6 @@ static void check_restarts(struct trace_state *st)
 	}
 }
 
-static const char *fd_path(struct trace_state *st, pid_t pid, int fd)
-{
-	int slot = (int)(((unsigned)pid * 31u + (unsigned)fd) % 64);
-	char link[64];
-	ssize_t n;
-
-	if (st->fd_cache_key[slot][0] == pid && st->fd_cache_key[slot][1] == fd)
-		return st->fd_cache_path[slot];
-	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
-	n = readlink(link, st->fd_cache_path[slot], sizeof(st->fd_cache_path[slot]) - 1);
-	if (n < 0)
-		n = 0;
-	st->fd_cache_path[slot][n] = '\0';
-	st->fd_cache_key[slot][0] = pid;
-	st->fd_cache_key[slot][1] = fd;
-	return st->fd_cache_path[slot];
-}
-
-/* Whether local port `port` of pid's network namespace is a listening TCP port: then a
- * connection on it was accepted, and its client is the remote end. The table is re-read at most
- * once a second, when a port is not in it. */
-static struct listen_cache {
-	pid_t pid;
-	uint64_t read_ns;
-	uint16_t ports[512];
-	int n;
-} listen_cache[3 * MAX_TARGETS_PER_ROLE];
-
-static void read_listening(struct listen_cache *lc, pid_t pid)
-{
-	static const char *const files[] = { "tcp", "tcp6" };
-	char path[64], line[512];
-	unsigned int port, state;
-	size_t f;
-	FILE *in;
-
-	lc->n = 0;
-	lc->pid = pid;
-	lc->read_ns = util__monotonic_ns();
-	/* In our network namespace the kernel lists just the listening sockets; reading
-	 * /proc/PID/net/tcp walks every socket (thousands in TIME_WAIT on a busy node). */
-	if (sockdiag__same_netns(pid)) {
-		int n = sockdiag__listening_ports(lc->ports, 512);
-
-		if (n >= 0) {
-			lc->n = n;
-			return;
-		}
-	}
-	for (f = 0; f < 2; f++) {
-		snprintf(path, sizeof(path), "/proc/%d/net/%s", pid, files[f]);
-		in = fopen(path, "r");
-		if (!in)
-			continue;
-		while (fgets(line, sizeof(line), in) && lc->n < 512) {
-			/* "  0: 0100007F:5CE6 00000000:0000 0A ..." */
-			if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &port,
-				   &state) != 2)
-				continue;
-			if (state == 0x0A)
-				lc->ports[lc->n++] = (uint16_t)port;
-		}
-		fclose(in);
-	}
-}
-
-static bool is_listening(pid_t pid, uint16_t port)
-{
-	struct listen_cache *lc = NULL;
-	size_t i;
-	int k;
-
-	for (i = 0; i < sizeof(listen_cache) / sizeof(listen_cache[0]); i++) {
-		if (listen_cache[i].pid == pid || !listen_cache[i].pid) {
-			lc = &listen_cache[i];
-			break;
-		}
-	}
-	/* Full (watchers come and go, targets restart): the table read longest ago is reused,
-	 * rather than every new process's connections being taken for outgoing ones. */
-	if (!lc) {
-		lc = &listen_cache[0];
-		for (i = 1; i < sizeof(listen_cache) / sizeof(listen_cache[0]); i++)
-			if (listen_cache[i].read_ns < lc->read_ns)
-				lc = &listen_cache[i];
-	}
-	for (int pass = 0; pass < 2; pass++) {
-		if (lc->pid != pid || (pass && util__monotonic_ns() - lc->read_ns > 1000000000ull))
-			read_listening(lc, pid);
-		for (k = 0; k < lc->n; k++)
-			if (lc->ports[k] == port)
-				return true;
-	}
-	return false;
-}
-
-/* The inode of pid's socket local -> remote (IPv4), from /proc/PID/net/tcp: 0 if none. */
-static unsigned long proc_tcp_inode(pid_t pid, const __u8 *local_addr, __u16 local_port,
-				    const __u8 *remote_addr, __u16 remote_port)
-{
-	char path[64], line[512], want_local[32], want_remote[32], local[64], remote[64];
-	unsigned long inode = 0, ino;
-	FILE *in;
-
-	/* /proc/net/tcp prints the address as a host-order hex word. */
-	snprintf(want_local, sizeof(want_local), "%02X%02X%02X%02X:%04X", local_addr[3],
-		 local_addr[2], local_addr[1], local_addr[0], local_port);
-	snprintf(want_remote, sizeof(want_remote), "%02X%02X%02X%02X:%04X", remote_addr[3],
-		 remote_addr[2], remote_addr[1], remote_addr[0], remote_port);
-	snprintf(path, sizeof(path), "/proc/%d/net/tcp", pid);
-	in = fopen(path, "r");
-	if (!in)
-		return 0;
-	while (fgets(line, sizeof(line), in)) {
-		if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %*u %*u %lu", local, remote,
-			   &ino) != 3)
-			continue;
-		if (strcasecmp(local, want_local) == 0 && strcasecmp(remote, want_remote) == 0) {
-			inode = ino;
-			break;
-		}
-	}
-	fclose(in);
-	return inode;
-}
-
-/* The local process at the other end of a TCP connection of pid: the socket whose local and
- * remote addresses are ours swapped (asked of the kernel by its two ends, or found in
- * /proc/PID/net/tcp when pid is in another network namespace, IPv4 only there), then its owner
- * among /proc's file descriptors. 0 when the peer is elsewhere. */
-static void resolve_peer(pid_t pid, struct actor *who)
-{
-	char path[300], line[512], link[600], target[64];
-	unsigned long inode = 0;
-	struct dirent *de, *fe;
-	uint8_t l4[4], r4[4];
-	DIR *proc, *fds;
-
-	if (sockdiag__same_netns(pid))
-		inode = sockdiag__inode(&who->remote, &who->local);
-	if (!inode && endpoint__ipv4(&who->local, l4) && endpoint__ipv4(&who->remote, r4))
-		inode = proc_tcp_inode(pid, r4, who->remote.port, l4, who->local.port);
-	if (!inode)
-		return;
-	snprintf(target, sizeof(target), "socket:[%lu]", inode);
-	proc = opendir("/proc");
-	if (!proc)
-		return;
-	while (!who->peer_pid && (de = readdir(proc))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/fd", de->d_name);
-		fds = opendir(path);
-		if (!fds)
-			continue;
-		while ((fe = readdir(fds))) {
-			ssize_t n;
-
-			if (fe->d_name[0] == '.')
-				continue;
-			snprintf(link, sizeof(link), "/proc/%s/fd/%s", de->d_name, fe->d_name);
-			n = readlink(link, line, sizeof(line) - 1);
-			if (n <= 0)
-				continue;
-			line[n] = '\0';
-			if (strcmp(line, target) == 0) {
-				struct process_info info;
-
-				who->peer_pid = (pid_t)strtol(de->d_name, NULL, 10);
-				if (discover__process(who->peer_pid, &info) == 0)
-					util__copy(who->peer_comm, sizeof(who->peer_comm),
-						   info.comm);
-				break;
-			}
-		}
-		closedir(fds);
-	}
-	closedir(proc);
-}
-
 /* A client of the apiserver on this host (kubectl get -w, a kubelet, a controller) is traced too,
  * so that the watch events it is sent are also seen arriving: its TLS probes are attached the
  * first time one of its connections to the apiserver shows up. Not Go, no crypto/tls, already
@@ -796,74 +574,38 @@ static void maybe_trace_watcher(struct trace_state *st, pid_t pid)
 	util__libbpf_quiet(false);
 }
 
+/* The process at the other end of a connection of pid, when it is on this host. */
+static void resolve_peer(struct trace_state *st, pid_t pid, struct actor *who)
+{
+	struct process_info info;
+
+	who->peer_pid = sockets__peer(st->sockets, pid, &who->local, &who->remote);
+	if (who->peer_pid && discover__process(who->peer_pid, &info) == 0)
+		util__copy(who->peer_comm, sizeof(who->peer_comm), info.comm);
+}
+
+struct connected {
+	struct trace_state *st;
+	pid_t api;
+};
+
+static void on_connected(void *ctx, const struct endpoint *local, const struct endpoint *remote)
+{
+	struct connected *c = ctx;
+	pid_t peer = sockets__peer(c->st->sockets, c->api, local, remote);
+
+	if (peer && peer != c->api)
+		maybe_trace_watcher(c->st, peer);
+}
+
 /* At start: the watchers already connected to the apiserver, so that the first watch events
- * after attaching are seen arriving too. Established IPv4 connections on a listening port. */
+ * after attaching are seen arriving too. */
 static void trace_connected_watchers(struct trace_state *st, struct target *api)
 {
-	char path[64], line[512], link[128];
-	unsigned int lip, lport, rip, rport, state;
-	unsigned long ino, *inodes = NULL;
-	size_t n_inodes = 0, cap = 0, k;
-	struct dirent *de;
-	DIR *fds;
-	FILE *in;
+	struct connected c = { st, api->proc.pid };
 
-	/* The apiserver's own sockets: the netns's table lists every process's. */
-	snprintf(path, sizeof(path), "/proc/%d/fd", api->proc.pid);
-	fds = opendir(path);
-	if (!fds)
-		return;
-	while ((de = readdir(fds))) {
-		ssize_t n;
-
-		snprintf(link, sizeof(link), "%s/%.20s", path, de->d_name);
-		n = readlink(link, line, sizeof(line) - 1);
-		if (n <= 0)
-			continue;
-		line[n] = '\0';
-		if (sscanf(line, "socket:[%lu]", &ino) != 1)
-			continue;
-		if (n_inodes == cap) {
-			unsigned long *more =
-			    realloc(inodes, (cap ? cap * 2 : 256) * sizeof(*more));
-
-			if (!more)
-				break;
-			inodes = more;
-			cap = cap ? cap * 2 : 256;
-		}
-		inodes[n_inodes++] = ino;
-	}
-	closedir(fds);
-	snprintf(path, sizeof(path), "/proc/%d/net/tcp", api->proc.pid);
-	in = fopen(path, "r");
-	while (in && fgets(line, sizeof(line), in)) {
-		struct actor who = { 0 };
-		__u8 la[16] = { 0 }, ra[16] = { 0 };
-		bool own = false;
-		int i;
-
-		if (sscanf(line, " %*d: %x:%x %x:%x %x %*s %*s %*s %*u %*u %lu", &lip, &lport, &rip,
-			   &rport, &state, &ino) != 6 ||
-		    state != 0x01 || !is_listening(api->proc.pid, (uint16_t)lport))
-			continue;
-		for (k = 0; k < n_inodes && !own; k++)
-			own = inodes[k] == ino;
-		if (!own)
-			continue;
-		for (i = 0; i < 4; i++) { /* host-order words of network-order addresses */
-			la[i] = (__u8)(lip >> (8 * i));
-			ra[i] = (__u8)(rip >> (8 * i));
-		}
-		endpoint__set(&who.local, AF_INET, la, (uint16_t)lport);
-		endpoint__set(&who.remote, AF_INET, ra, (uint16_t)rport);
-		resolve_peer(api->proc.pid, &who);
-		if (who.peer_pid && who.peer_pid != api->proc.pid)
-			maybe_trace_watcher(st, who.peer_pid);
-	}
-	if (in)
-		fclose(in);
-	free(inodes);
+	if (st->opt.watchers)
+		sockets__each_accepted(st->sockets, api->proc.pid, on_connected, &c);
 }
 
 static void on_decoded(const struct decoded_msg *msg, void *ctx)
@@ -901,8 +643,9 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		endpoint__set(&cc->who.local, e->family, e->laddr, e->lport);
 		endpoint__set(&cc->who.remote, e->family, e->raddr, e->rport);
 		/* The apiserver's clients on this host, named: the watchers of a bind. */
-		if (t->role == ROLE_APISERVER && is_listening(t->proc.pid, e->lport)) {
-			resolve_peer(t->proc.pid, &cc->who);
+		if (t->role == ROLE_APISERVER &&
+		    sockets__is_listening(st->sockets, t->proc.pid, e->lport)) {
+			resolve_peer(st, t->proc.pid, &cc->who);
 			maybe_trace_watcher(st, cc->who.peer_pid);
 		}
 		if (verbose)
@@ -919,7 +662,9 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		conn_decoder__offsets_from_zero(cc->dec);
 		/* Which end is the client: an accepted connection's is the remote. */
 		conn_decoder__set_client_dir(
-		    cc->dec, is_listening(t->proc.pid, e->lport) ? CONN_DIR_IN : CONN_DIR_OUT);
+		    cc->dec, sockets__is_listening(st->sockets, t->proc.pid, e->lport)
+				 ? CONN_DIR_IN
+				 : CONN_DIR_OUT);
 		cs->user = cc;
 	}
 	trace_outputs__data(st->outputs, &cc->who, e);
@@ -941,7 +686,7 @@ static void on_fsync(struct trace_state *st, const struct fsync_event *e)
 	if (!t)
 		return;
 	util__copy(who.comm, sizeof(who.comm), t->proc.comm);
-	path = fd_path(st, (pid_t)e->hdr.pid, e->fd);
+	path = sockets__fd_path(st->sockets, (pid_t)e->hdr.pid, e->fd);
 	wal = strstr(path, "/member/wal/") != NULL;
 	trace_outputs__fsync(st->outputs, &who, e, path);
 	correlator__fsync(st->corr, &who, e->start_ns, e->hdr.ts_ns, wal, e->ret);
@@ -1177,7 +922,8 @@ int cmd_trace(int argc, char **argv)
 			strerror(-err));
 		goto cleanup;
 	}
-	if (streams__init(&st->conns, MAX_CONNS)) {
+	st->sockets = sockets__new();
+	if (!st->sockets || streams__init(&st->conns, MAX_CONNS)) {
 		fprintf(stderr, "bindtrace: out of memory\n");
 		goto cleanup;
 	}
@@ -1267,6 +1013,7 @@ int cmd_trace(int argc, char **argv)
 			goto cleanup;
 		}
 		now = util__monotonic_ns();
+		sockets__refresh(st->sockets, now);
 		if (now >= next_tick) {
 			uint64_t drops = read_drops(st->skel);
 
@@ -1336,6 +1083,7 @@ cleanup:
 	correlator__free(st->corr);
 	capture_bpf__destroy(st->skel);
 	streams__free(&st->conns);
+	sockets__free(st->sockets);
 	free(st);
 	return rc;
 }
