@@ -492,9 +492,11 @@ int cmd_capture(int argc, char **argv)
 	};
 	struct capture_options opt = { .ringbuf_bytes = 4 * 1024 * 1024, .max_print = 512 };
 	struct capture_state st = { .opt = &opt };
-	struct session_handlers handlers = {
-		.data = on_data, .fsync = on_fsync, .between = between_reads, .ctx = &st
-	};
+	struct session_handlers handlers = { .data = on_data,
+					     .fsync = on_fsync,
+					     .between = between_reads,
+					     .ctx = &st,
+					     .between_ctx = &st };
 	struct session_options sopt = { .name = "bindtrace: capture" };
 	uint64_t deadline;
 	int err, i;

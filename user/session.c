@@ -22,13 +22,15 @@ struct session {
 	uint64_t events;
 };
 
-/* Set by SIGINT/SIGTERM and session__stop: one session runs per process. */
-static volatile sig_atomic_t stopping;
+/* Set by SIGINT/SIGTERM and session__stop, and by SIGHUP: one session runs per process. */
+static volatile sig_atomic_t stopping, hangup;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stopping = 1;
+	if (sig == SIGHUP)
+		hangup = 1;
+	else
+		stopping = 1;
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -172,6 +174,8 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 	s->h = *handlers;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if (s->h.hangup)
+		signal(SIGHUP, on_signal);
 	while (!stopping) {
 		uint64_t now;
 
@@ -184,7 +188,11 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 		}
 		now = util__monotonic_ns();
 		if (s->h.between)
-			s->h.between(s->h.ctx, now);
+			s->h.between(s->h.between_ctx, now);
+		if (hangup && s->h.hangup) {
+			hangup = 0;
+			s->h.hangup(s->h.between_ctx);
+		}
 		if (deadline_ns && now >= deadline_ns)
 			break;
 	}

@@ -35,19 +35,26 @@ struct session_options {
 };
 
 /* Called for each record of their type (NULL: ignored); the record lives only for the call.
- * between(ctx, now_ns) is called after each read of the ring buffer, outside its callback. */
+ * between(between_ctx, now_ns) is called after each read of the ring buffer, outside its
+ * callback. */
 struct session_handlers {
 	void (*data)(void *ctx, const struct data_event *e); /* e->len bytes follow */
 	void (*fsync)(void *ctx, const struct fsync_event *e);
 	void (*call)(void *ctx, const struct call_event *e);
-	void (*between)(void *ctx, uint64_t now_ns);
 	void *ctx;
+	void (*between)(void *between_ctx, uint64_t now_ns);
+	/* SIGHUP, after the read it came in (NULL: SIGHUP keeps its default action). */
+	void (*hangup)(void *between_ctx);
+	void *between_ctx;
 };
 
 struct session;
 
 /* Mounts tracefs if needed, opens and loads the object, attaches its tracepoints and sets up the
- * ring buffer. NULL after a one-line error on stderr. */
+ * ring buffer. NULL after a one-line error on stderr. The tracepoints (etcd's fsyncs among them)
+ * are attached here, before the caller attaches any target: they see only the pids put in the
+ * targets maps, and a bind met once its scheduler is probed must find its WAL fsync probed too
+ * (attached after the targets, the binds of the first moments lacked it: "not observed"). */
 struct session *session__open(const struct session_options *opt);
 /* The loaded object, for attaching uprobes to its programs. */
 struct capture_bpf *session__bpf(struct session *s);

@@ -3,7 +3,6 @@
  * feed each connection's bytes to its decoder and the decoded messages, fsyncs and bind calls to
  * the correlator, and hand finished binds to the outputs. */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include "bind_metrics.h"
 #include "capture.skel.h"
+#include "session.h"
 #include "commands.h"
 #include "correlate.h"
 #include "decode.h"
@@ -38,7 +38,6 @@
 #define MAX_TARGETS_PER_ROLE 4
 #define MAX_TRACED 32
 #define MAX_CONNS 65536
-#define POLL_MS 10 /* the ring buffer is read at least this often */
 
 /* Where the scheduler's bind call is probed, best first. The object register follows Go's
  * ABIInternal: (*pods).Bind(ctx, binding, opts): RAX recv, RBX+RCX ctx, RDI binding. */
@@ -79,7 +78,7 @@ struct conn_ctx {
 struct trace_state {
 	struct trace_options opt;
 	struct link_reaper reaper;
-	struct capture_bpf *skel;
+	struct session *session;
 	struct target targets[MAX_TRACED];
 	int n_targets;
 	pid_t watcher_tried[64]; /* peers already looked at (attached or not a Go TLS program) */
@@ -93,21 +92,12 @@ struct trace_state {
 	int64_t wall_offset_ns;
 	uint64_t binds_printed;
 	uint64_t drops_seen;
-	uint64_t events;
+	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
+	uint64_t next_tick, next_restart_check, next_sweep;
 	bool conn_table_full;
 	uint64_t conns_closed; /* decoders freed after their socket closed */
 	struct sockets *sockets;
 };
-
-static volatile sig_atomic_t stopping, reopen_requested;
-
-static void on_signal(int sig)
-{
-	if (sig == SIGHUP)
-		reopen_requested = 1;
-	else
-		stopping = 1;
-}
 
 static const char *const role_exe[] = {
 	[ROLE_OTHER] = "process",
@@ -228,8 +218,6 @@ static int attach_target(struct trace_state *st, struct target *t)
 {
 	char path[64], why[512];
 	const struct go_buildinfo *bi;
-	__u32 pid = (__u32)t->proc.pid;
-	__u8 one = 1;
 	size_t i;
 	int err;
 
@@ -245,18 +233,14 @@ static int attach_target(struct trace_state *st, struct target *t)
 	t->load_bias = load_bias(t);
 	t->cmdline_hash = cmdline_hash(t->proc.pid);
 
-	err = bpf_map__update_elem(st->skel->maps.targets, &pid, sizeof(pid), &one, sizeof(one),
-				   BPF_ANY);
-	if (!err && t->role == ROLE_ETCD)
-		err = bpf_map__update_elem(st->skel->maps.fsync_targets, &pid, sizeof(pid), &one,
-					   sizeof(one), BPF_ANY);
+	err = session__add_target(st->session, t->proc.pid, t->role == ROLE_ETCD);
 	if (err) {
 		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n", role_exe[t->role],
 			t->proc.pid, strerror(-err));
 		return err;
 	}
-	err = tls_attachment__attach_opened(&t->tls, st->skel, t->proc.pid, path, t->gb, why,
-					    sizeof(why));
+	err = tls_attachment__attach_opened(&t->tls, session__bpf(st->session), t->proc.pid, path,
+					    t->gb, why, sizeof(why));
 	if (err) {
 		attach_failed(t, why);
 		return err;
@@ -275,7 +259,8 @@ static int attach_target(struct trace_state *st, struct target *t)
 			if (off < 0)
 				continue;
 			t->call_link = bpf_program__attach_uprobe_opts(
-			    st->skel->progs.go_call, t->proc.pid, path, (size_t)off, &uo);
+			    session__bpf(st->session)->progs.go_call, t->proc.pid, path,
+			    (size_t)off, &uo);
 			if (t->call_link) {
 				t->call_probe = bind_probes[i].func;
 				break;
@@ -332,7 +317,6 @@ static int find_role(struct trace_state *st, enum process_role role, pid_t given
  * of one that exited can see nothing more and go to the reaper. */
 static void detach_target(struct trace_state *st, struct target *t)
 {
-	__u32 pid = (__u32)t->proc.pid;
 	struct process_info now;
 	struct bpf_link **links;
 
@@ -352,8 +336,7 @@ static void detach_target(struct trace_state *st, struct target *t)
 	tls_attachment__detach(&t->tls);
 	go_binary__close(t->gb);
 	t->gb = NULL;
-	bpf_map__delete_elem(st->skel->maps.targets, &pid, sizeof(pid), 0);
-	bpf_map__delete_elem(st->skel->maps.fsync_targets, &pid, sizeof(pid), 0);
+	session__remove_target(st->session, t->proc.pid);
 	t->attached = false;
 	sockets__untrack(st->sockets, t->proc.pid);
 }
@@ -616,8 +599,9 @@ static void on_decoded(const struct decoded_msg *msg, void *ctx)
 	correlator__message(cc->st->corr, &cc->who, msg);
 }
 
-static void on_data(struct trace_state *st, const struct data_event *e)
+static void on_data(void *ctx, const struct data_event *e)
 {
+	struct trace_state *st = ctx;
 	struct target *t = target_of(st, (pid_t)e->hdr.pid);
 	struct conn_ctx *cc;
 	struct stream *cs;
@@ -676,8 +660,9 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 	}
 }
 
-static void on_fsync(struct trace_state *st, const struct fsync_event *e)
+static void on_fsync(void *ctx, const struct fsync_event *e)
 {
+	struct trace_state *st = ctx;
 	struct target *t = target_of(st, (pid_t)e->hdr.pid);
 	struct actor who = { .pid = (pid_t)e->hdr.pid, .role = ROLE_ETCD };
 	const char *path;
@@ -692,8 +677,9 @@ static void on_fsync(struct trace_state *st, const struct fsync_event *e)
 	correlator__fsync(st->corr, &who, e->start_ns, e->hdr.ts_ns, wal, e->ret);
 }
 
-static void on_call(struct trace_state *st, const struct call_event *e)
+static void on_call(void *ctx, const struct call_event *e)
 {
+	struct trace_state *st = ctx;
 	struct target *t = target_of(st, (pid_t)e->hdr.pid);
 	struct citation ci = { .known = true, .cited = -1 };
 	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
@@ -741,34 +727,6 @@ static void on_call(struct trace_state *st, const struct call_event *e)
 	correlator__call(st->corr, ns, name, &ci);
 }
 
-static int on_event(void *ctx, void *data, size_t size)
-{
-	struct trace_state *st = ctx;
-	const struct event_header *hdr = data;
-
-	if (size < sizeof(*hdr))
-		return 0;
-	st->events++;
-	switch (hdr->type) {
-	case EVENT_DATA: {
-		const struct data_event *e = data;
-
-		if (size >= sizeof(*e) && e->len <= size - sizeof(*e))
-			on_data(st, e);
-		break;
-	}
-	case EVENT_FSYNC:
-		if (size >= sizeof(struct fsync_event))
-			on_fsync(st, data);
-		break;
-	case EVENT_CALL:
-		if (size >= sizeof(struct call_event))
-			on_call(st, data);
-		break;
-	}
-	return 0;
-}
-
 static bool wanted(const struct trace_options *opt, const struct bind_timeline *t)
 {
 	if (opt->namespace_[0] && strcmp(opt->namespace_, t->namespace_) != 0)
@@ -801,14 +759,14 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 	}
 	trace_outputs__bind(st->outputs, t);
 	if (st->opt.count && st->binds_printed >= st->opt.count)
-		stopping = 1;
+		session__stop(st->session);
 }
 
-static uint64_t read_drops(struct capture_bpf *skel)
+static uint64_t read_drops(struct session *session)
 {
 	uint64_t counters[COUNTER_MAX];
 
-	capture_counters__read(skel, counters);
+	session__counters(session, counters);
 	return counters[COUNTER_RINGBUF_DROPS];
 }
 
@@ -829,9 +787,47 @@ static void publish_metrics(struct trace_state *st)
 				     t->go_version);
 	}
 	bind_metrics__targets_end(st->metrics);
-	capture_counters__read(st->skel, counters);
+	session__counters(st->session, counters);
 	bind_metrics__bpf_counters(st->metrics, counters[COUNTER_RINGBUF_DROPS],
 				   counters[COUNTER_TRUNCATED]);
+}
+
+/* SIGHUP: the output files are reopened (after a log rotation moved them). */
+static void on_hangup(void *ctx)
+{
+	struct trace_state *st = ctx;
+
+	if (trace_outputs__reopen(st->outputs) == 0 && verbose)
+		fprintf(stderr, "bindtrace: SIGHUP: output files reopened\n");
+}
+
+/* Between reads of the ring buffer: the correlator's clock, restarts, closed connections. */
+static void between_reads(void *ctx, uint64_t now)
+{
+	struct trace_state *st = ctx;
+
+	sockets__refresh(st->sockets, now);
+	if (now >= st->next_tick) {
+		uint64_t drops = read_drops(st->session);
+
+		if (drops != st->drops_seen) {
+			correlator__drops(st->corr, st->drops_read_ns, now);
+			st->drops_seen = drops;
+		}
+		st->drops_read_ns = now;
+		correlator__tick(st->corr, now, false);
+		st->next_tick = now + 50000000ull;
+	}
+	if (now >= st->next_restart_check) {
+		check_restarts(st);
+		publish_metrics(st);
+		st->next_restart_check = now + 1000000000ull;
+	}
+	metrics_server__heartbeat(st->metrics_server, now);
+	if (now >= st->next_sweep) {
+		sweep_closed(st, now);
+		st->next_sweep = now + 5000000000ull;
+	}
 }
 
 static void print_header(struct trace_state *st, uint64_t attach_ns)
@@ -859,17 +855,14 @@ static void print_header(struct trace_state *st, uint64_t attach_ns)
 
 int cmd_trace(int argc, char **argv)
 {
-	struct trace_state *st;
-	struct ring_buffer *ring = NULL;
-	struct bpf_link *tp_links[16] = {};
+	struct session_handlers h = { on_data,	     on_fsync,	on_call, NULL,
+				      between_reads, on_hangup, NULL };
+	struct session_options sopt = { .name = "bindtrace" };
 	struct correlator_options copt = {};
 	struct correlator_stats cstats;
-	struct bpf_program *prog;
-	const char *tracefs;
-	bool mounted;
-	uint64_t start, deadline = 0, next_tick = 0, next_restart_check = 0, next_sweep = 0;
-	uint64_t drops_read_ns = 0; /* when the drop counter was last read (0: never) */
-	int err = 0, i, n_tp = 0, found = 0;
+	struct trace_state *st;
+	uint64_t start, deadline = 0;
+	int err = 0, i, found = 0;
 	int rc = 1;
 
 	st = calloc(1, sizeof(*st));
@@ -916,47 +909,16 @@ int cmd_trace(int argc, char **argv)
 			"(give them with --scheduler-pid, --apiserver-pid, --etcd-pid)\n");
 		goto cleanup;
 	}
-	err = util__ensure_tracefs(&tracefs, &mounted);
-	if (err) {
-		fprintf(stderr, "bindtrace: tracefs: %s (run as root; see bindtrace --check)\n",
-			strerror(-err));
-		goto cleanup;
-	}
 	st->sockets = sockets__new();
 	if (!st->sockets || streams__init(&st->conns, MAX_CONNS)) {
 		fprintf(stderr, "bindtrace: out of memory\n");
 		goto cleanup;
 	}
-	st->skel = capture_bpf__open();
-	if (!st->skel) {
-		fprintf(stderr, "bindtrace: open BPF object: %s\n", strerror(errno));
+	sopt.ringbuf_bytes = st->opt.ringbuf_bytes;
+	/* The syscall tracepoints are attached here, before any target (session.h says why). */
+	st->session = session__open(&sopt);
+	if (!st->session)
 		goto cleanup;
-	}
-	bpf_map__set_max_entries(st->skel->maps.events, (__u32)st->opt.ringbuf_bytes);
-	/* Woken when an eighth of the ring is waiting; otherwise read every POLL_MS. */
-	st->skel->rodata->wake_bytes = st->opt.ringbuf_bytes / 8;
-	err = capture_bpf__load(st->skel);
-	if (err) {
-		fprintf(stderr, "bindtrace: load BPF programs: %s (see bindtrace --check)\n",
-			strerror(-err));
-		goto cleanup;
-	}
-	/* The syscall tracepoints (etcd's fsyncs among them) before any target: they see only the
-	 * pids put in the targets maps, and a bind met once its scheduler is probed must find its
-	 * WAL fsync probed too. Attached after the targets, binds of the first moments lacked it
-	 * ("not observed") although their request was seen. */
-	bpf_object__for_each_program (prog, st->skel->obj) {
-		const char *sec = bpf_program__section_name(prog);
-
-		if (strncmp(sec, "tracepoint/", 11) != 0)
-			continue;
-		tp_links[n_tp] = bpf_program__attach(prog);
-		if (!tp_links[n_tp]) {
-			fprintf(stderr, "bindtrace: attach %s: %s\n", sec, strerror(errno));
-			goto cleanup;
-		}
-		n_tp++;
-	}
 	/* Downstream first (etcd, then the apiserver, then the scheduler): a bind whose request is
 	 * seen then finds the rest of its path already probed, and one already in flight lacks its
 	 * request, which says it began before bindtrace attached. */
@@ -969,11 +931,6 @@ int cmd_trace(int argc, char **argv)
 			copt.have_apiserver = true;
 		else if (st->targets[i].role == ROLE_ETCD)
 			copt.have_etcd = true;
-	}
-	ring = ring_buffer__new(bpf_map__fd(st->skel->maps.events), on_event, st, NULL);
-	if (!ring) {
-		fprintf(stderr, "bindtrace: ring buffer: %s\n", strerror(errno));
-		goto cleanup;
 	}
 	copt.linger_ns = st->opt.linger_ms * 1000000ull;
 	copt.max_open_ns = 10000000000ull;
@@ -997,62 +954,20 @@ int cmd_trace(int argc, char **argv)
 	publish_metrics(st);
 	print_header(st, util__monotonic_ns() - start);
 
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
 	if (st->opt.duration_s)
 		deadline = util__monotonic_ns() + st->opt.duration_s * 1000000000ull;
-	while (!stopping) {
-		uint64_t now;
-
-		err = ring_buffer__poll(ring, POLL_MS);
-		if (err >= 0)
-			err = ring_buffer__consume(ring); /* what came without a wakeup */
-		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "bindtrace: ring buffer: %s\n", strerror(-err));
-			goto cleanup;
-		}
-		now = util__monotonic_ns();
-		sockets__refresh(st->sockets, now);
-		if (now >= next_tick) {
-			uint64_t drops = read_drops(st->skel);
-
-			if (drops != st->drops_seen) {
-				correlator__drops(st->corr, drops_read_ns, now);
-				st->drops_seen = drops;
-			}
-			drops_read_ns = now;
-			correlator__tick(st->corr, now, false);
-			next_tick = now + 50000000ull;
-		}
-		if (now >= next_restart_check) {
-			check_restarts(st);
-			publish_metrics(st);
-			next_restart_check = now + 1000000000ull;
-		}
-		metrics_server__heartbeat(st->metrics_server, now);
-		if (reopen_requested) {
-			reopen_requested = 0;
-			if (trace_outputs__reopen(st->outputs) == 0 && verbose)
-				fprintf(stderr, "bindtrace: SIGHUP: output files reopened\n");
-		}
-		if (now >= next_sweep) {
-			sweep_closed(st, now);
-			next_sweep = now + 5000000000ull;
-		}
-		if (deadline && now >= deadline)
-			break;
-	}
-	ring_buffer__consume(ring);
+	h.ctx = h.between_ctx = st;
+	if (session__run(st->session, &h, deadline))
+		goto cleanup;
 	correlator__tick(st->corr, util__monotonic_ns(), true);
 	correlator__stats(st->corr, &cstats);
 	summary__print(st->opt.json ? stderr : stdout, st->summary);
 	fprintf(stderr,
 		"bindtrace: %llu events, %llu ring buffer drops, %llu binds seen (%llu complete, "
 		"%llu unschedulable)%s\n",
-		(unsigned long long)st->events, (unsigned long long)read_drops(st->skel),
-		(unsigned long long)cstats.binds, (unsigned long long)cstats.complete,
-		(unsigned long long)cstats.unschedulable,
+		(unsigned long long)session__events(st->session),
+		(unsigned long long)read_drops(st->session), (unsigned long long)cstats.binds,
+		(unsigned long long)cstats.complete, (unsigned long long)cstats.unschedulable,
 		st->conn_table_full ? "; connection table full: some traffic not decoded" : "");
 	if (verbose)
 		fprintf(stderr, "bindtrace: %llu connections closed and their decoders freed\n",
@@ -1062,9 +977,6 @@ cleanup:
 	metrics_server__stop(st->metrics_server);
 	bind_metrics__free(st->metrics);
 	link_reaper__finish(&st->reaper);
-	ring_buffer__free(ring);
-	for (i = 0; i < n_tp; i++)
-		bpf_link__destroy(tp_links[i]);
 	for (i = 0; i < st->n_targets; i++) {
 		bpf_link__destroy(st->targets[i].call_link);
 		tls_attachment__detach(&st->targets[i].tls);
@@ -1081,7 +993,7 @@ cleanup:
 	trace_outputs__free(st->outputs);
 	summary__free(st->summary);
 	correlator__free(st->corr);
-	capture_bpf__destroy(st->skel);
+	session__close(st->session);
 	streams__free(&st->conns);
 	sockets__free(st->sockets);
 	free(st);
