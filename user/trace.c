@@ -23,9 +23,9 @@
 #include "endpoint.h"
 #include "events.h"
 #include "goelf.h"
-#include "gorelease.h"
-#include "link_reaper.h"
 #include "metrics_http.h"
+#include "targets.h"
+#include "watchers.h"
 #include "sockets.h"
 #include "streams.h"
 #include "summary.h"
@@ -35,38 +35,7 @@
 #include "trace_outputs.h"
 #include "util.h"
 
-#define MAX_TARGETS_PER_ROLE 4
-#define MAX_TRACED 32
 #define MAX_CONNS 65536
-
-/* Where the scheduler's bind call is probed, best first. The object register follows Go's
- * ABIInternal: (*pods).Bind(ctx, binding, opts): RAX recv, RBX+RCX ctx, RDI binding. */
-static const struct bind_probe {
-	const char *func;
-	int obj_reg;
-} bind_probes[] = {
-	{ "k8s.io/client-go/kubernetes/typed/core/v1.(*pods).Bind", 3 },
-	{ "k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder.(*DefaultBinder).Bind",
-	  4 },
-};
-
-struct target {
-	enum process_role role;
-	struct process_info proc;
-	struct go_binary *gb; /* kept open to symbolise stacks */
-	uint64_t load_bias;
-	char go_version[32];
-	char k8s_version[64];	 /* the release (gorelease.h), "" when not Kubernetes or unknown */
-	char module_version[64]; /* etcd's release, likewise */
-	char commit[72];	 /* vcs.revision, else the stamped commit; "" unknown */
-	struct tls_attachment tls;
-	struct bpf_link *call_link;
-	const char *call_probe;
-	bool attached;
-	bool given;	       /* the pid came from --*-pid: its replacement must match exactly */
-	uint64_t cmdline_hash; /* of /proc/PID/cmdline when attached: a restart runs the same */
-	pid_t failed_pid;      /* a replacement that could not be attached: not retried */
-};
 
 struct conn_ctx {
 	struct actor who;
@@ -77,12 +46,9 @@ struct conn_ctx {
 
 struct trace_state {
 	struct trace_options opt;
-	struct link_reaper reaper;
 	struct session *session;
-	struct target targets[MAX_TRACED];
-	int n_targets;
-	pid_t watcher_tried[64]; /* peers already looked at (attached or not a Go TLS program) */
-	int n_watcher_tried;
+	struct targets targets;
+	struct watchers watchers;
 	struct streams conns; /* per (pid, conn): the decoder (dir 0 slot) */
 	struct correlator *corr;
 	struct summary *summary;
@@ -98,312 +64,6 @@ struct trace_state {
 	uint64_t conns_closed; /* decoders freed after their socket closed */
 	struct sockets *sockets;
 };
-
-static const char *const role_exe[] = {
-	[ROLE_OTHER] = "process",
-	[ROLE_SCHEDULER] = "kube-scheduler",
-	[ROLE_APISERVER] = "kube-apiserver",
-	[ROLE_ETCD] = "etcd",
-	[ROLE_WATCHER] = "watcher",
-};
-
-static struct target *target_of(struct trace_state *st, pid_t pid)
-{
-	int i;
-
-	for (i = 0; i < st->n_targets; i++)
-		if (st->targets[i].proc.pid == pid)
-			return &st->targets[i];
-	return NULL;
-}
-
-/* Release and commit as the binary states them (buildinfo, else its -X stamps): never
- * "(devel)". */
-static void target__read_release(struct target *t)
-{
-	struct go_release rel;
-
-	t->k8s_version[0] = t->module_version[0] = t->commit[0] = '\0';
-	if (go_release__read(t->gb, &rel))
-		return;
-	if (rel.product == GO_PRODUCT_KUBERNETES)
-		util__copy(t->k8s_version, sizeof(t->k8s_version), rel.release.value);
-	else if (rel.product == GO_PRODUCT_ETCD)
-		util__copy(t->module_version, sizeof(t->module_version), rel.release.value);
-	util__copy(t->commit, sizeof(t->commit), rel.commit.value);
-}
-
-/* ", k8s.io/kubernetes v1.37.2 (commit abcdef123456)" for the header line, "" if nothing known. */
-static const char *target__release_label(const struct target *t, char *buf, size_t len)
-{
-	const char *product = t->k8s_version[0] ? "k8s.io/kubernetes" : "etcd";
-	const char *release = t->k8s_version[0] ? t->k8s_version : t->module_version;
-
-	if (!release[0] && !t->commit[0])
-		return "";
-	snprintf(buf, len, ", %s%s%s%s%.12s%s", release[0] ? product : "", release[0] ? " " : "",
-		 release, t->commit[0] ? (release[0] ? " (commit " : "(commit ") : "", t->commit,
-		 t->commit[0] ? ")" : "");
-	return buf;
-}
-
-/* FNV-1a of a process's argv, 0 when it cannot be read (exited, or a kernel thread). Several
- * control planes on one host run the same executables; their command lines tell them apart. */
-static uint64_t cmdline_hash(pid_t pid)
-{
-	char path[64], buf[4096];
-	uint64_t h = 1469598103934665603ull;
-	ssize_t n, i, total = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		for (i = 0; i < n; i++) {
-			h ^= (unsigned char)buf[i];
-			h *= 1099511628211ull;
-		}
-		total += n;
-	}
-	close(fd);
-	return total ? h : 0;
-}
-
-/* Runtime address = vaddr + bias: from the first mapping of the executable (PIE only). */
-static uint64_t load_bias(struct target *t)
-{
-	char path[64], line[512], file[4096];
-	unsigned long start, end, off;
-	uint64_t bias = 0;
-	FILE *maps;
-
-	if (!go_binary__text_info(t->gb)->pie)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", t->proc.pid);
-	maps = fopen(path, "r");
-	if (!maps)
-		return 0;
-	while (fgets(line, sizeof(line), maps)) {
-		file[0] = '\0';
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &start, &end, &off, file) < 3)
-			continue;
-		if (strcmp(file, t->proc.exe) == 0) {
-			bias = go_binary__load_bias(t->gb, start, off);
-			break;
-		}
-	}
-	fclose(maps);
-	return bias;
-}
-
-/* Why attaching failed, in the error line: a process that exited meanwhile says so rather than
- * what the failed step saw (ENOENT on /proc/PID/exe, ESRCH from the uprobe). */
-static void attach_failed(const struct target *t, const char *why)
-{
-	struct process_info now;
-
-	if (t->role == ROLE_WATCHER && !verbose)
-		return;
-	if (discover__process(t->proc.pid, &now) == -ESRCH)
-		fprintf(stderr, "bindtrace: %s pid %d (%s): exited while being attached\n",
-			role_exe[t->role], t->proc.pid, t->proc.exe);
-	else
-		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", role_exe[t->role], t->proc.pid,
-			t->proc.exe, why);
-}
-
-static int attach_target(struct trace_state *st, struct target *t)
-{
-	char path[64], why[512];
-	const struct go_buildinfo *bi;
-	size_t i;
-	int err;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
-	t->gb = go_binary__open(path, why, sizeof(why));
-	if (!t->gb) {
-		attach_failed(t, why);
-		return -EINVAL;
-	}
-	bi = go_binary__buildinfo(t->gb);
-	util__copy(t->go_version, sizeof(t->go_version), bi->go_version);
-	target__read_release(t);
-	t->load_bias = load_bias(t);
-	t->cmdline_hash = cmdline_hash(t->proc.pid);
-
-	err = session__add_target(st->session, t->proc.pid, t->role == ROLE_ETCD);
-	if (err) {
-		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n", role_exe[t->role],
-			t->proc.pid, strerror(-err));
-		return err;
-	}
-	err = tls_attachment__attach_opened(&t->tls, session__bpf(st->session), t->proc.pid, path,
-					    t->gb, why, sizeof(why));
-	if (err) {
-		attach_failed(t, why);
-		return err;
-	}
-	if (t->role == ROLE_SCHEDULER) {
-		for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]); i++) {
-			LIBBPF_OPTS(bpf_uprobe_opts, uo,
-				    .bpf_cookie = (__u64)bind_probes[i].obj_reg);
-			uint64_t entry, end;
-			int64_t off;
-
-			if (go_binary__func(t->gb, bind_probes[i].func, &entry, &end) ||
-			    go_binary__check_probe(t->gb, bind_probes[i].func, entry))
-				continue;
-			off = go_binary__file_offset(t->gb, entry);
-			if (off < 0)
-				continue;
-			t->call_link = bpf_program__attach_uprobe_opts(
-			    session__bpf(st->session)->progs.go_call, t->proc.pid, path,
-			    (size_t)off, &uo);
-			if (t->call_link) {
-				t->call_probe = bind_probes[i].func;
-				break;
-			}
-		}
-		if (!t->call_link)
-			fprintf(stderr,
-				"bindtrace: kube-scheduler pid %d: no bind call to probe; binds "
-				"will not cite their source line\n",
-				t->proc.pid);
-	}
-	/* Opening validated every pclntab entry: give those pages back before the next target, so
-	 * the peak holds one binary's, and citations later fault in only what they read. */
-	go_binary__release(t->gb);
-	t->attached = true;
-	sockets__track(st->sockets, t->proc.pid);
-	return 0;
-}
-
-static int find_role(struct trace_state *st, enum process_role role, pid_t given)
-{
-	struct process_info found[MAX_TARGETS_PER_ROLE];
-	int n, i, err;
-
-	if (given) {
-		err = discover__process(given, &found[0]);
-		if (err) {
-			const char *hint = err == -EACCES || err == -EPERM
-					       ? " (reading /proc/PID/exe of another process "
-						 "needs CAP_SYS_PTRACE)"
-					       : "";
-
-			fprintf(stderr, "bindtrace: %s pid %d: %s%s\n", role_exe[role], given,
-				err == -ESRCH ? "no such process" : strerror(-err), hint);
-			return err;
-		}
-		n = 1;
-	} else {
-		n = discover__by_exe_name(role_exe[role], found, MAX_TARGETS_PER_ROLE);
-		if (n < 0)
-			return n;
-	}
-	for (i = 0; i < n; i++) {
-		struct target *t = &st->targets[st->n_targets++];
-
-		t->role = role;
-		t->proc = found[i];
-		t->given = given != 0;
-	}
-	return n;
-}
-
-/* Probes of a process that is still running are closed at once: new ones may follow on it. Those
- * of one that exited can see nothing more and go to the reaper. */
-static void detach_target(struct trace_state *st, struct target *t)
-{
-	struct process_info now;
-	struct bpf_link **links;
-
-	if ((t->tls.n_links || t->call_link) && discover__process(t->proc.pid, &now) == -ESRCH &&
-	    (links = realloc(t->tls.links, (t->tls.n_links + 1) * sizeof(*links)))) {
-		size_t n = t->tls.n_links;
-
-		if (t->call_link)
-			links[n++] = t->call_link;
-		link_reaper__add(&st->reaper, links, n);
-		t->tls.links = NULL;
-		t->tls.n_links = 0;
-		t->call_link = NULL;
-	}
-	bpf_link__destroy(t->call_link);
-	t->call_link = NULL;
-	tls_attachment__detach(&t->tls);
-	go_binary__close(t->gb);
-	t->gb = NULL;
-	session__remove_target(st->session, t->proc.pid);
-	t->attached = false;
-	sockets__untrack(st->sockets, t->proc.pid);
-}
-
-/* How many processes of a role's name are looked at for a replacement: all of them in practice.
- * Only MAX_TARGETS_PER_ROLE were, and beside several control planes the restarted process, often
- * the newest, was not among the first found in /proc. */
-#define MAX_REPLACEMENT_CANDIDATES 128
-
-/* The process that replaces a traced one that exited: one running the same executable name
- * that is not already traced in a role. One with the same command line is preferred (several
- * control planes may run on one host, each restarted on its own); for a pid given on the
- * command line nothing else will do, so that another cluster's process is never picked up. */
-static int find_replacement(struct trace_state *st, const struct target *t,
-			    struct process_info *out)
-{
-	struct process_info *found = calloc(MAX_REPLACEMENT_CANDIDATES, sizeof(*found));
-	int i, k, n, best = -1;
-
-	if (!found)
-		return -ENOMEM;
-	n = discover__by_exe_name(role_exe[t->role], found, MAX_REPLACEMENT_CANDIDATES);
-	for (i = 0; i < n; i++) {
-		bool taken = false;
-
-		if (found[i].pid == t->failed_pid)
-			continue;
-		for (k = 0; k < st->n_targets && !taken; k++)
-			taken = st->targets[k].attached && st->targets[k].role != ROLE_WATCHER &&
-				st->targets[k].proc.pid == found[i].pid;
-		if (taken)
-			continue;
-		if (t->cmdline_hash && cmdline_hash(found[i].pid) == t->cmdline_hash) {
-			best = i;
-			break;
-		}
-		if (!t->given && best < 0)
-			best = i;
-	}
-	if (best >= 0)
-		*out = found[best];
-	free(found);
-	return best >= 0 ? 0 : -ESRCH;
-}
-
-/* A process already traced as a watcher (a restarted kube-scheduler connects to the apiserver
- * before it is noticed) gives its probes up to its role; its connections are relabelled. */
-static void release_watcher(struct trace_state *st, pid_t pid, const struct target *role)
-{
-	size_t i;
-	int k;
-
-	for (k = 0; k < st->n_targets; k++) {
-		struct target *w = &st->targets[k];
-
-		if (w->role == ROLE_WATCHER && w->attached && w->proc.pid == pid)
-			detach_target(st, w);
-	}
-	for (i = 0; st->conns.slots && i < st->conns.cap; i++) {
-		struct conn_ctx *cc = st->conns.slots[i].user;
-
-		if (cc && cc->who.pid == pid) {
-			cc->who.role = role->role;
-			util__copy(cc->who.comm, sizeof(cc->who.comm), role->proc.comm);
-		}
-	}
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -474,89 +134,6 @@ static void sweep_closed(struct trace_state *st, uint64_t now)
 	free(idle);
 }
 
-/* A traced process that exited (a restarted kube-scheduler, say) is replaced by the process now
- * running the same command, attached afresh; until one appears the role is marked gone. */
-static void check_restarts(struct trace_state *st)
-{
-	struct process_info now, next;
-	int i;
-
-	for (i = 0; i < st->n_targets; i++) {
-		struct target *t = &st->targets[i];
-		pid_t old = t->proc.pid;
-
-		if (t->attached && discover__process(t->proc.pid, &now) == 0 &&
-		    strcmp(now.exe, t->proc.exe) == 0)
-			continue;
-		if (t->role == ROLE_WATCHER) {
-			if (t->attached)
-				detach_target(st, t);
-			continue;
-		}
-		if (t->attached) {
-			fprintf(stderr,
-				"bindtrace: %s pid %d exited; waiting for it to come back\n",
-				role_exe[t->role], t->proc.pid);
-			detach_target(st, t);
-		}
-		if (find_replacement(st, t, &next))
-			continue;
-		t->proc = next;
-		release_watcher(st, next.pid, t);
-		if (attach_target(st, t) == 0) {
-			fprintf(stderr, "bindtrace: %s pid %d restarted as pid %d: attached\n",
-				role_exe[t->role], old, t->proc.pid);
-			t->failed_pid = 0;
-		} else {
-			/* It said why; the role stays gone rather than retrying every second. */
-			fprintf(stderr, "bindtrace: %s pid %d: not attached; still waiting\n",
-				role_exe[t->role], t->proc.pid);
-			t->failed_pid = t->proc.pid;
-			detach_target(st, t);
-		}
-	}
-}
-
-/* A client of the apiserver on this host (kubectl get -w, a kubelet, a controller) is traced too,
- * so that the watch events it is sent are also seen arriving: its TLS probes are attached the
- * first time one of its connections to the apiserver shows up. Not Go, no crypto/tls, already
- * traced: left alone, once. */
-static void maybe_trace_watcher(struct trace_state *st, pid_t pid)
-{
-	const int n_tried = (int)(sizeof(st->watcher_tried) / sizeof(st->watcher_tried[0]));
-	struct target *t = NULL;
-	int i;
-
-	if (!st->opt.watchers || pid <= 0 || target_of(st, pid))
-		return;
-	for (i = 0; i < st->n_watcher_tried && i < n_tried; i++)
-		if (st->watcher_tried[i] == pid)
-			return;
-	/* The slot of a watcher that exited is reused: kubectl comes and goes. */
-	for (i = 0; i < st->n_targets && !t; i++)
-		if (st->targets[i].role == ROLE_WATCHER && !st->targets[i].attached)
-			t = &st->targets[i];
-	if (!t && st->n_targets == MAX_TRACED)
-		return;
-	st->watcher_tried[st->n_watcher_tried++ % n_tried] = pid;
-	if (!t)
-		t = &st->targets[st->n_targets];
-	memset(t, 0, sizeof(*t));
-	t->role = ROLE_WATCHER;
-	if (discover__process(pid, &t->proc) != 0)
-		return;
-	util__libbpf_quiet(true);
-	if (attach_target(st, t) == 0) {
-		if (t == &st->targets[st->n_targets])
-			st->n_targets++;
-		fprintf(stderr, "# watcher %s pid %d (%s): its TLS probes attached\n", t->proc.comm,
-			pid, t->go_version);
-	} else {
-		detach_target(st, t);
-	}
-	util__libbpf_quiet(false);
-}
-
 /* The process at the other end of a connection of pid, when it is on this host. */
 static void resolve_peer(struct trace_state *st, pid_t pid, struct actor *who)
 {
@@ -565,30 +142,6 @@ static void resolve_peer(struct trace_state *st, pid_t pid, struct actor *who)
 	who->peer_pid = sockets__peer(st->sockets, pid, &who->local, &who->remote);
 	if (who->peer_pid && discover__process(who->peer_pid, &info) == 0)
 		util__copy(who->peer_comm, sizeof(who->peer_comm), info.comm);
-}
-
-struct connected {
-	struct trace_state *st;
-	pid_t api;
-};
-
-static void on_connected(void *ctx, const struct endpoint *local, const struct endpoint *remote)
-{
-	struct connected *c = ctx;
-	pid_t peer = sockets__peer(c->st->sockets, c->api, local, remote);
-
-	if (peer && peer != c->api)
-		maybe_trace_watcher(c->st, peer);
-}
-
-/* At start: the watchers already connected to the apiserver, so that the first watch events
- * after attaching are seen arriving too. */
-static void trace_connected_watchers(struct trace_state *st, struct target *api)
-{
-	struct connected c = { st, api->proc.pid };
-
-	if (st->opt.watchers)
-		sockets__each_accepted(st->sockets, api->proc.pid, on_connected, &c);
 }
 
 static void on_decoded(const struct decoded_msg *msg, void *ctx)
@@ -602,7 +155,7 @@ static void on_decoded(const struct decoded_msg *msg, void *ctx)
 static void on_data(void *ctx, const struct data_event *e)
 {
 	struct trace_state *st = ctx;
-	struct target *t = target_of(st, (pid_t)e->hdr.pid);
+	struct target *t = targets__of(&st->targets, (pid_t)e->hdr.pid);
 	struct conn_ctx *cc;
 	struct stream *cs;
 	int64_t missed;
@@ -630,12 +183,12 @@ static void on_data(void *ctx, const struct data_event *e)
 		if (t->role == ROLE_APISERVER &&
 		    sockets__is_listening(st->sockets, t->proc.pid, e->lport)) {
 			resolve_peer(st, t->proc.pid, &cc->who);
-			maybe_trace_watcher(st, cc->who.peer_pid);
+			watchers__consider(&st->watchers, cc->who.peer_pid);
 		}
 		if (verbose)
 			fprintf(stderr, "bindtrace: %s pid %d: connection %s -> %s%s%s (pid %d)\n",
-				role_exe[t->role], t->proc.pid, endpoint__str(&cc->who.local).s,
-				endpoint__str(&cc->who.remote).s,
+				process_role__exe(t->role), t->proc.pid,
+				endpoint__str(&cc->who.local).s, endpoint__str(&cc->who.remote).s,
 				cc->who.peer_comm[0] ? ", peer " : "", cc->who.peer_comm,
 				cc->who.peer_pid);
 		cc->dec = conn_decoder__new(on_decoded, cc);
@@ -663,7 +216,7 @@ static void on_data(void *ctx, const struct data_event *e)
 static void on_fsync(void *ctx, const struct fsync_event *e)
 {
 	struct trace_state *st = ctx;
-	struct target *t = target_of(st, (pid_t)e->hdr.pid);
+	struct target *t = targets__of(&st->targets, (pid_t)e->hdr.pid);
 	struct actor who = { .pid = (pid_t)e->hdr.pid, .role = ROLE_ETCD };
 	const char *path;
 	bool wal;
@@ -680,7 +233,7 @@ static void on_fsync(void *ctx, const struct fsync_event *e)
 static void on_call(void *ctx, const struct call_event *e)
 {
 	struct trace_state *st = ctx;
-	struct target *t = target_of(st, (pid_t)e->hdr.pid);
+	struct target *t = targets__of(&st->targets, (pid_t)e->hdr.pid);
 	struct citation ci = { .known = true, .cited = -1 };
 	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
 	const char *func, *file;
@@ -725,6 +278,36 @@ static void on_call(void *ctx, const struct call_event *e)
 	memcpy(name, e->name, e->name_len < sizeof(name) ? e->name_len : sizeof(name) - 1);
 	name[e->name_len < sizeof(name) ? e->name_len : sizeof(name) - 1] = '\0';
 	correlator__call(st->corr, ns, name, &ci);
+}
+
+static void on_attached(void *ctx, const struct target *t)
+{
+	struct trace_state *st = ctx;
+
+	sockets__track(st->sockets, t->proc.pid);
+}
+
+static void on_detached(void *ctx, const struct target *t)
+{
+	struct trace_state *st = ctx;
+
+	sockets__untrack(st->sockets, t->proc.pid);
+}
+
+/* A watcher that turns out to be a restarted target: its connections are relabelled. */
+static void on_taken_over(void *ctx, pid_t pid, const struct target *t)
+{
+	struct trace_state *st = ctx;
+	size_t i;
+
+	for (i = 0; st->conns.slots && i < st->conns.cap; i++) {
+		struct conn_ctx *cc = st->conns.slots[i].user;
+
+		if (cc && cc->who.pid == pid) {
+			cc->who.role = t->role;
+			util__copy(cc->who.comm, sizeof(cc->who.comm), t->proc.comm);
+		}
+	}
 }
 
 static bool wanted(const struct trace_options *opt, const struct bind_timeline *t)
@@ -779,8 +362,8 @@ static void publish_metrics(struct trace_state *st)
 	if (!st->metrics)
 		return;
 	bind_metrics__targets_begin(st->metrics);
-	for (i = 0; i < st->n_targets; i++) {
-		const struct target *t = &st->targets[i];
+	for (i = 0; i < st->targets.n; i++) {
+		const struct target *t = &st->targets.t[i];
 
 		bind_metrics__target(st->metrics, t->role, t->proc.pid, t->attached,
 				     t->k8s_version[0] ? t->k8s_version : t->module_version,
@@ -819,7 +402,7 @@ static void between_reads(void *ctx, uint64_t now)
 		st->next_tick = now + 50000000ull;
 	}
 	if (now >= st->next_restart_check) {
-		check_restarts(st);
+		targets__check_restarts(&st->targets);
 		publish_metrics(st);
 		st->next_restart_check = now + 1000000000ull;
 	}
@@ -835,12 +418,12 @@ static void print_header(struct trace_state *st, uint64_t attach_ns)
 	FILE *out = st->opt.json || st->opt.summary_only || st->opt.quiet ? stderr : stdout;
 	int i;
 
-	for (i = 0; i < st->n_targets; i++) {
-		struct target *t = &st->targets[i];
+	for (i = 0; i < st->targets.n; i++) {
+		struct target *t = &st->targets.t[i];
 		char release[160];
 
-		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes%s%s)\n", role_exe[t->role],
-			t->proc.pid, t->proc.exe, t->go_version,
+		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes%s%s)\n",
+			process_role__exe(t->role), t->proc.pid, t->proc.exe, t->go_version,
 			target__release_label(t, release, sizeof(release)),
 			t->tls.n_links + !!t->call_link, t->call_probe ? ", bind call: " : "",
 			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "");
@@ -858,6 +441,7 @@ int cmd_trace(int argc, char **argv)
 	struct session_handlers h = { on_data,	     on_fsync,	on_call, NULL,
 				      between_reads, on_hangup, NULL };
 	struct session_options sopt = { .name = "bindtrace" };
+	struct targets_listener on = { on_attached, on_detached, on_taken_over, NULL };
 	struct correlator_options copt = {};
 	struct correlator_stats cstats;
 	struct trace_state *st;
@@ -870,7 +454,6 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, "bindtrace: out of memory\n");
 		return 1;
 	}
-	link_reaper__init(&st->reaper);
 	trace_cli__parse(argc, argv, &st->opt);
 	if (st->opt.check) {
 		free(st);
@@ -898,9 +481,12 @@ int cmd_trace(int argc, char **argv)
 
 	if (selfcheck__preflight("bindtrace"))
 		goto cleanup;
-	if ((err = find_role(st, ROLE_SCHEDULER, st->opt.scheduler_pid)) < 0 ||
-	    (found += err, err = find_role(st, ROLE_APISERVER, st->opt.apiserver_pid)) < 0 ||
-	    (found += err, err = find_role(st, ROLE_ETCD, st->opt.etcd_pid)) < 0)
+	on.ctx = st;
+	targets__init(&st->targets, &on);
+	if ((err = targets__find(&st->targets, ROLE_SCHEDULER, st->opt.scheduler_pid)) < 0 ||
+	    (found += err,
+	     err = targets__find(&st->targets, ROLE_APISERVER, st->opt.apiserver_pid)) < 0 ||
+	    (found += err, err = targets__find(&st->targets, ROLE_ETCD, st->opt.etcd_pid)) < 0)
 		goto cleanup;
 	found += err;
 	if (!found) {
@@ -919,19 +505,11 @@ int cmd_trace(int argc, char **argv)
 	st->session = session__open(&sopt);
 	if (!st->session)
 		goto cleanup;
-	/* Downstream first (etcd, then the apiserver, then the scheduler): a bind whose request is
-	 * seen then finds the rest of its path already probed, and one already in flight lacks its
-	 * request, which says it began before bindtrace attached. */
-	for (i = st->n_targets - 1; i >= 0; i--) {
-		if (attach_target(st, &st->targets[i]))
-			goto cleanup;
-		if (st->targets[i].role == ROLE_SCHEDULER)
-			copt.have_scheduler = true;
-		else if (st->targets[i].role == ROLE_APISERVER)
-			copt.have_apiserver = true;
-		else if (st->targets[i].role == ROLE_ETCD)
-			copt.have_etcd = true;
-	}
+	if (targets__attach_all(&st->targets, st->session))
+		goto cleanup;
+	copt.have_scheduler = targets__has(&st->targets, ROLE_SCHEDULER);
+	copt.have_apiserver = targets__has(&st->targets, ROLE_APISERVER);
+	copt.have_etcd = targets__has(&st->targets, ROLE_ETCD);
 	copt.linger_ns = st->opt.linger_ms * 1000000ull;
 	copt.max_open_ns = 10000000000ull;
 	copt.attach_ns = util__monotonic_ns();
@@ -941,16 +519,19 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, "bindtrace: out of memory\n");
 		goto cleanup;
 	}
-	for (i = 0; i < st->n_targets; i++) {
-		struct target *t = &st->targets[i];
+	for (i = 0; i < st->targets.n; i++) {
+		struct target *t = &st->targets.t[i];
 
 		trace_outputs__process(
 		    st->outputs, process_role__name(t->role), t->proc.pid, t->proc.exe,
 		    t->go_version, t->k8s_version[0] ? t->k8s_version : t->module_version, t->gb);
 	}
-	for (i = 0; i < st->n_targets; i++)
-		if (st->targets[i].role == ROLE_APISERVER)
-			trace_connected_watchers(st, &st->targets[i]);
+	st->watchers.enabled = st->opt.watchers;
+	st->watchers.targets = &st->targets;
+	st->watchers.sockets = st->sockets;
+	for (i = 0; i < st->targets.n; i++)
+		if (st->targets.t[i].role == ROLE_APISERVER)
+			watchers__attach_connected(&st->watchers, st->targets.t[i].proc.pid);
 	publish_metrics(st);
 	print_header(st, util__monotonic_ns() - start);
 
@@ -976,12 +557,7 @@ int cmd_trace(int argc, char **argv)
 cleanup:
 	metrics_server__stop(st->metrics_server);
 	bind_metrics__free(st->metrics);
-	link_reaper__finish(&st->reaper);
-	for (i = 0; i < st->n_targets; i++) {
-		bpf_link__destroy(st->targets[i].call_link);
-		tls_attachment__detach(&st->targets[i].tls);
-		go_binary__close(st->targets[i].gb);
-	}
+	targets__close(&st->targets);
 	for (i = 0; st->conns.slots && i < (int)st->conns.cap; i++) {
 		struct conn_ctx *cc = st->conns.slots[i].user;
 
