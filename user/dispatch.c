@@ -45,9 +45,15 @@ struct queued_peer {
 	uint64_t conn;
 };
 
+struct known_peer {
+	pid_t pid;
+	char comm[17];
+};
+
 struct dispatch {
 	struct dispatch_deps deps;
 	struct streams conns; /* per (pid, conn): the conn_ctx (dir 0 slot) */
+	struct streams known; /* per (pid, conn): a known_peer, until its connection shows up */
 	struct queue fsyncs, calls, peers;
 	struct dispatch_stats stats;
 };
@@ -81,7 +87,8 @@ struct dispatch *dispatch__new(const struct dispatch_deps *deps)
 	d->fsyncs.size = sizeof(struct queued_fsync);
 	d->calls.size = sizeof(struct call_event);
 	d->peers.size = sizeof(struct queued_peer);
-	if (streams__init(&d->conns, MAX_CONNS)) {
+	if (streams__init(&d->conns, MAX_CONNS) || streams__init(&d->known, 1024)) {
+		streams__free(&d->conns);
 		free(d);
 		errno = ENOMEM;
 		return NULL;
@@ -104,7 +111,10 @@ void dispatch__free(struct dispatch *d)
 	for (i = 0; d->conns.slots && i < d->conns.cap; i++)
 		if (d->conns.slots[i].user)
 			conn_ctx__free(d->conns.slots[i].user);
+	for (i = 0; d->known.slots && i < d->known.cap; i++)
+		free(d->known.slots[i].user);
 	streams__free(&d->conns);
+	streams__free(&d->known);
 	free(d->fsyncs.items);
 	free(d->calls.items);
 	free(d->peers.items);
@@ -129,8 +139,24 @@ static void print_connection(const struct conn_ctx *cc)
 		cc->who.peer_comm, cc->who.peer_pid);
 }
 
+/* Takes the peer of (pid, conn) when it was known before the connection showed up. */
+static bool take_known_peer(struct dispatch *d, struct actor *who)
+{
+	struct stream *ks = streams__find(&d->known, (uint32_t)who->pid, who->conn, 0);
+	struct known_peer *k = ks ? ks->user : NULL;
+
+	if (!k)
+		return false;
+	who->peer_pid = k->pid;
+	util__copy(who->peer_comm, sizeof(who->peer_comm), k->comm);
+	free(k);
+	streams__del(&d->known, ks);
+	return true;
+}
+
 /* A connection seen for the first time: who it is, which end is the client (an accepted one's
- * is the remote), and, for the apiserver's clients on this host, whose it is (queued). */
+ * is the remote), and, for the apiserver's clients on this host, whose it is (known, or
+ * queued). */
 static struct conn_ctx *conn_ctx__new(struct dispatch *d, const struct target *t,
 				      const struct data_event *e)
 {
@@ -156,7 +182,9 @@ static struct conn_ctx *conn_ctx__new(struct dispatch *d, const struct target *t
 	accepted = sockets__is_listening(d->deps.sockets, t->proc.pid, e->lport);
 	conn_decoder__set_client_dir(cc->dec, accepted ? CONN_DIR_IN : CONN_DIR_OUT);
 	/* The apiserver's clients on this host, named: the watchers of a bind. */
-	peer = t->role == ROLE_APISERVER && accepted ? queue__push(&d->peers) : NULL;
+	peer = t->role == ROLE_APISERVER && accepted && !take_known_peer(d, &cc->who)
+		   ? queue__push(&d->peers)
+		   : NULL;
 	if (peer) {
 		peer->pid = t->proc.pid;
 		peer->conn = e->conn;
@@ -242,6 +270,20 @@ void dispatch__handlers(struct dispatch *d, struct session_handlers *h)
 }
 
 /* ---- From the poll loop: what may block ---- */
+
+void dispatch__peer_known(struct dispatch *d, pid_t pid, uint64_t conn, pid_t peer)
+{
+	struct stream *ks = streams__get(&d->known, (uint32_t)pid, conn, 0);
+	struct known_peer *k;
+	struct process_info info;
+
+	if (!ks || ks->user || !(k = calloc(1, sizeof(*k))))
+		return;
+	k->pid = peer;
+	if (discover__process(peer, &info) == 0)
+		util__copy(k->comm, sizeof(k->comm), info.comm);
+	ks->user = k;
+}
 
 static void run_fsync(struct dispatch *d, const struct actor *who, const struct fsync_event *e)
 {

@@ -7,7 +7,9 @@
  * the callback reads /proc, asks the kernel about sockets or attaches a probe: an fsync (whose
  * file must be read from /proc), a bind call (whose stack is symbolised from the binary) and the
  * peer of a connection the apiserver accepted (found in /proc, then traced as a watcher) are
- * queued, and dispatch__run_queued() does them from the poll loop, after each read of the ring.
+ * queued, and dispatch__run_queued() does them from the poll loop, after each read of the ring
+ * (the peers of connections older than the tracer are looked up beforehand: see
+ * dispatch__peer_known).
  * The correlator resolves a bind by timestamps when it closes it (after the queue was run), so the
  * order of queued events among decoded messages changes nothing in its timelines. */
 #ifndef BINDTRACE_DISPATCH_H
@@ -49,6 +51,10 @@ void dispatch__free(struct dispatch *d);
 
 /* The handlers for session__run (between is left to the caller). */
 void dispatch__handlers(struct dispatch *d, struct session_handlers *h);
+/* The process at the other end of pid's connection conn is known already (found when the
+ * apiserver was attached, for the clients it had accepted before): the connection is named from
+ * its first event on, which on an idle watch may be a bind's event. */
+void dispatch__peer_known(struct dispatch *d, pid_t pid, uint64_t conn, pid_t peer);
 /* What the handlers queued, in order: fsyncs, bind calls, peers of new connections. */
 void dispatch__run_queued(struct dispatch *d);
 /* Connections idle for 10 s whose socket is gone from their process: decoders freed. */

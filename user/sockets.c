@@ -410,7 +410,8 @@ struct accepted {
 	pid_t pid;
 	uint64_t *own;
 	size_t n_own;
-	void (*fn)(void *ctx, const struct endpoint *local, const struct endpoint *remote);
+	void (*fn)(void *ctx, uint64_t conn, const struct endpoint *local,
+		   const struct endpoint *remote);
 	void *ctx;
 };
 
@@ -421,11 +422,11 @@ static void take_accepted(const struct sockdiag_socket *sock, void *ctx)
 
 	if (bsearch(&inode, a->own, a->n_own, sizeof(inode), cmp_u64) &&
 	    sockets__is_listening(a->s, a->pid, sock->local.port))
-		a->fn(a->ctx, &sock->local, &sock->remote);
+		a->fn(a->ctx, inode, &sock->local, &sock->remote);
 }
 
 void sockets__each_accepted(struct sockets *s, pid_t pid,
-			    void (*fn)(void *ctx, const struct endpoint *local,
+			    void (*fn)(void *ctx, uint64_t conn, const struct endpoint *local,
 				       const struct endpoint *remote),
 			    void *ctx)
 {

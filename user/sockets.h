@@ -45,10 +45,10 @@ bool sockets__is_listening(const struct sockets *s, pid_t pid, uint16_t port);
 pid_t sockets__peer(struct sockets *s, pid_t pid, const struct endpoint *local,
 		    const struct endpoint *remote);
 
-/* Calls fn for each established connection of pid (its own sockets only) whose local port is a
- * listening one: the clients it accepted. */
+/* Calls fn for each established connection of pid (its own sockets only, conn their inode) whose
+ * local port is a listening one: the clients it accepted. */
 void sockets__each_accepted(struct sockets *s, pid_t pid,
-			    void (*fn)(void *ctx, const struct endpoint *local,
+			    void (*fn)(void *ctx, uint64_t conn, const struct endpoint *local,
 				       const struct endpoint *remote),
 			    void *ctx);
 

@@ -46,11 +46,21 @@ struct tracer {
 	uint64_t next_tick, next_restart_check, next_sweep;
 };
 
+static void on_known_peer(void *ctx, pid_t api, uint64_t conn, pid_t peer)
+{
+	struct tracer *tr = ctx;
+
+	dispatch__peer_known(tr->dispatch, api, conn, peer);
+}
+
 static void on_attached(void *ctx, const struct target *t)
 {
 	struct tracer *tr = ctx;
 
 	sockets__track(tr->sockets, t->proc.pid);
+	/* A restarted apiserver: its clients already connected. (At start, see start().) */
+	if (t->role == ROLE_APISERVER && tr->dispatch)
+		watchers__connected(&tr->watchers, t->proc.pid, on_known_peer, tr);
 }
 
 static void on_detached(void *ctx, const struct target *t)
@@ -140,7 +150,8 @@ static int find_targets(struct tracer *tr)
 }
 
 /* Once attached: the correlator (which roles it can expect to see), the dispatch, the outputs'
- * process identities, and the apiserver's clients already connected. */
+ * process identities, and the apiserver's clients already connected (named, and traced as
+ * watchers). */
 static int start(struct tracer *tr)
 {
 	struct correlator_options copt = {
@@ -174,7 +185,8 @@ static int start(struct tracer *tr)
 	tr->watchers.sockets = tr->sockets;
 	for (i = 0; i < tr->targets.n; i++)
 		if (tr->targets.t[i].role == ROLE_APISERVER)
-			watchers__attach_connected(&tr->watchers, tr->targets.t[i].proc.pid);
+			watchers__connected(&tr->watchers, tr->targets.t[i].proc.pid, on_known_peer,
+					    tr);
 	return 0;
 }
 

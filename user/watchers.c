@@ -19,21 +19,28 @@ void watchers__consider(struct watchers *w, pid_t pid)
 struct connected {
 	struct watchers *w;
 	pid_t api;
+	void (*found)(void *ctx, pid_t api, uint64_t conn, pid_t peer);
+	void *ctx;
 };
 
-static void on_accepted(void *ctx, const struct endpoint *local, const struct endpoint *remote)
+static void on_accepted(void *ctx, uint64_t conn, const struct endpoint *local,
+			const struct endpoint *remote)
 {
 	struct connected *c = ctx;
 	pid_t peer = sockets__peer(c->w->sockets, c->api, local, remote);
 
-	if (peer && peer != c->api)
+	if (!peer)
+		return;
+	if (c->found)
+		c->found(c->ctx, c->api, conn, peer);
+	if (peer != c->api)
 		watchers__consider(c->w, peer);
 }
 
-void watchers__attach_connected(struct watchers *w, pid_t api)
+void watchers__connected(struct watchers *w, pid_t api,
+			 void (*found)(void *ctx, pid_t api, uint64_t conn, pid_t peer), void *ctx)
 {
-	struct connected c = { w, api };
+	struct connected c = { w, api, found, ctx };
 
-	if (w->enabled)
-		sockets__each_accepted(w->sockets, api, on_accepted, &c);
+	sockets__each_accepted(w->sockets, api, on_accepted, &c);
 }

@@ -8,6 +8,7 @@
 #define BINDTRACE_WATCHERS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "sockets.h"
@@ -25,8 +26,12 @@ struct watchers {
 
 /* pid is a local client of a traced apiserver: traced as a watcher, if it can be, the first time. */
 void watchers__consider(struct watchers *w, pid_t pid);
-/* At start: the clients already connected to the apiserver api, so that the first watch events
- * after attaching are seen arriving too. */
-void watchers__attach_connected(struct watchers *w, pid_t api);
+
+/* The clients already connected to the apiserver api (when it is attached): each one found on
+ * this host is handed to found(ctx, api, conn, peer), so that its connection is named from its
+ * first event on (a watch opened before attaching may carry a bind's event first), and is
+ * considered as a watcher. */
+void watchers__connected(struct watchers *w, pid_t api,
+			 void (*found)(void *ctx, pid_t api, uint64_t conn, pid_t peer), void *ctx);
 
 #endif
