@@ -151,6 +151,8 @@ const char *stage__name(enum stage_id stage);
  * counted. */
 bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s);
 const char *bind_result__name(enum bind_result result);
+/* A role's name, which is also the executable its process runs ("kube-scheduler",
+ * "kube-apiserver", "etcd"; "watcher" for a traced client of the apiserver, "other"). */
 const char *process_role__name(enum process_role role);
 
 struct correlator;

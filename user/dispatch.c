@@ -134,7 +134,7 @@ static void on_decoded(const struct decoded_msg *msg, void *ctx)
 static void print_connection(const struct conn_ctx *cc)
 {
 	fprintf(stderr, "bindtrace: %s pid %d: connection %s -> %s%s%s (pid %d)\n",
-		process_role__exe(cc->who.role), cc->who.pid, endpoint__str(&cc->who.local).s,
+		process_role__name(cc->who.role), cc->who.pid, endpoint__str(&cc->who.local).s,
 		endpoint__str(&cc->who.remote).s, cc->who.peer_comm[0] ? ", peer " : "",
 		cc->who.peer_comm, cc->who.peer_pid);
 }

@@ -26,19 +26,6 @@ static const struct bind_probe {
 	  4 },
 };
 
-static const char *const role_exe[] = {
-	[ROLE_OTHER] = "process",
-	[ROLE_SCHEDULER] = "kube-scheduler",
-	[ROLE_APISERVER] = "kube-apiserver",
-	[ROLE_ETCD] = "etcd",
-	[ROLE_WATCHER] = "watcher",
-};
-
-const char *process_role__exe(enum process_role role)
-{
-	return role <= ROLE_WATCHER ? role_exe[role] : "process";
-}
-
 void targets__init(struct targets *ts, const struct targets_listener *on)
 {
 	memset(ts, 0, sizeof(*ts));
@@ -157,9 +144,9 @@ static void attach_failed(const struct target *t, const char *why)
 		return;
 	if (discover__process(t->proc.pid, &now) == -ESRCH)
 		fprintf(stderr, "bindtrace: %s pid %d (%s): exited while being attached\n",
-			process_role__exe(t->role), t->proc.pid, t->proc.exe);
+			process_role__name(t->role), t->proc.pid, t->proc.exe);
 	else
-		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", process_role__exe(t->role),
+		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", process_role__name(t->role),
 			t->proc.pid, t->proc.exe, why);
 }
 
@@ -223,7 +210,7 @@ static int attach_target(struct targets *ts, struct target *t)
 	err = session__add_target(ts->session, t->proc.pid, t->role == ROLE_ETCD);
 	if (err) {
 		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n",
-			process_role__exe(t->role), t->proc.pid, strerror(-err));
+			process_role__name(t->role), t->proc.pid, strerror(-err));
 		return err;
 	}
 	err = tls_attachment__attach_opened(&t->tls, session__bpf(ts->session), t->proc.pid, path,
@@ -269,13 +256,13 @@ int targets__find(struct targets *ts, enum process_role role, pid_t given)
 						 "needs CAP_SYS_PTRACE)"
 					       : "";
 
-			fprintf(stderr, "bindtrace: %s pid %d: %s%s\n", process_role__exe(role),
+			fprintf(stderr, "bindtrace: %s pid %d: %s%s\n", process_role__name(role),
 				given, err == -ESRCH ? "no such process" : strerror(-err), hint);
 			return err;
 		}
 		n = 1;
 	} else {
-		n = discover__by_exe_name(process_role__exe(role), found, TARGETS_PER_ROLE);
+		n = discover__by_exe_name(process_role__name(role), found, TARGETS_PER_ROLE);
 		if (n < 0)
 			return n;
 	}
@@ -334,7 +321,7 @@ static int find_replacement(struct targets *ts, const struct target *t, struct p
 
 	if (!found)
 		return -ENOMEM;
-	n = discover__by_exe_name(process_role__exe(t->role), found, MAX_REPLACEMENT_CANDIDATES);
+	n = discover__by_exe_name(process_role__name(t->role), found, MAX_REPLACEMENT_CANDIDATES);
 	for (i = 0; i < n; i++) {
 		bool taken = false;
 
@@ -396,7 +383,7 @@ void targets__check_restarts(struct targets *ts)
 		if (t->attached) {
 			fprintf(stderr,
 				"bindtrace: %s pid %d exited; waiting for it to come back\n",
-				process_role__exe(t->role), t->proc.pid);
+				process_role__name(t->role), t->proc.pid);
 			detach_target(ts, t);
 		}
 		if (find_replacement(ts, t, &next))
@@ -405,12 +392,12 @@ void targets__check_restarts(struct targets *ts)
 		release_watcher(ts, next.pid, t);
 		if (attach_target(ts, t) == 0) {
 			fprintf(stderr, "bindtrace: %s pid %d restarted as pid %d: attached\n",
-				process_role__exe(t->role), old, t->proc.pid);
+				process_role__name(t->role), old, t->proc.pid);
 			t->failed_pid = 0;
 		} else {
 			/* It said why; the role stays gone rather than retrying every second. */
 			fprintf(stderr, "bindtrace: %s pid %d: not attached; still waiting\n",
-				process_role__exe(t->role), t->proc.pid);
+				process_role__name(t->role), t->proc.pid);
 			t->failed_pid = t->proc.pid;
 			detach_target(ts, t);
 		}

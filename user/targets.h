@@ -60,9 +60,6 @@ struct targets {
 	struct targets_listener on;
 };
 
-/* The executable name a role's process runs ("kube-apiserver"), or its label ("watcher"). */
-const char *process_role__exe(enum process_role role);
-
 /* ", k8s.io/kubernetes v1.37.2 (commit abcdef123456)" for a header line, "" if nothing known. */
 const char *target__release_label(const struct target *t, char *buf, size_t len);
 
