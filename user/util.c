@@ -173,20 +173,56 @@ size_t util__base64_encode(const unsigned char *p, size_t n, char *out)
 	return k;
 }
 
+/* Bytes in the well-formed UTF-8 sequence at p (1 to 4), 0 when there is none: no overlong
+ * forms, no surrogates, nothing past U+10FFFF (what jansson accepts). */
+static size_t utf8_sequence(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (p[0] == 0xe0)
+		lo = 0xa0;
+	else if (p[0] == 0xed)
+		hi = 0x9f;
+	else if (p[0] == 0xf0)
+		lo = 0x90;
+	else if (p[0] == 0xf4)
+		hi = 0x8f;
+	for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
+		if (p[i] < lo || p[i] > hi)
+			return 0;
+	return n;
+}
+
 json_t *util__json_string(const char *s)
 {
-	json_t *j = json_string(s);
+	size_t len = strlen(s), i = 0, n;
 	char *copy;
-	size_t i;
+	json_t *j;
 
-	if (j)
-		return j;
-	copy = strdup(s);
+	copy = malloc(len + 1);
 	if (!copy)
-		return json_string("?");
-	for (i = 0; copy[i]; i++)
-		if ((unsigned char)copy[i] >= 0x80)
-			copy[i] = '?';
+		return NULL;
+	while (i < len) {
+		n = utf8_sequence((const unsigned char *)s + i);
+		if (n) {
+			memcpy(copy + i, s + i, n);
+			i += n;
+		} else {
+			copy[i++] = '?';
+		}
+	}
+	copy[len] = '\0';
 	j = json_string(copy);
 	free(copy);
 	return j;

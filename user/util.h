@@ -47,8 +47,9 @@ size_t util__base64_encode(const unsigned char *p, size_t n, char *out);
  * n * 3 / 4 bytes). Returns the length, or -EINVAL at a character outside the alphabet. */
 long util__base64_decode(const char *in, size_t n, unsigned char *out);
 
-/* A JSON string of s; bytes that are not valid UTF-8 (a process name, a file name: anything the
- * traced side chose) become '?' rather than the string being refused. */
+/* A JSON string of s (NULL when out of memory): each byte that is not part of well-formed UTF-8
+ * becomes '?' (a process or file name is whatever the traced side chose), rather than jansson
+ * refusing the whole string. */
 struct json_t *util__json_string(const char *s);
 
 /* Parse a number in [min, max]; returns 0 or -EINVAL. */
