@@ -22,7 +22,7 @@
 /* A connection idle this long is looked for among its process's sockets (rarely: /proc). */
 #define CONN_IDLE_NS 10000000000ull
 
-struct conn_ctx {
+struct dispatch_conn {
 	struct actor who;
 	struct conn_decoder *dec;
 	struct dispatch *d;
@@ -52,7 +52,7 @@ struct known_peer {
 
 struct dispatch {
 	struct dispatch_deps deps;
-	struct streams conns; /* per (pid, conn): the conn_ctx (dir 0 slot) */
+	struct streams conns; /* per (pid, conn): the dispatch_conn (dir 0 slot) */
 	struct streams known; /* per (pid, conn): a known_peer, until its connection shows up */
 	struct queue fsyncs, calls, peers;
 	struct dispatch_stats stats;
@@ -96,7 +96,7 @@ struct dispatch *dispatch__new(const struct dispatch_deps *deps)
 	return d;
 }
 
-static void conn_ctx__free(struct conn_ctx *cc)
+static void dispatch_conn__free(struct dispatch_conn *cc)
 {
 	conn_decoder__free(cc->dec);
 	free(cc);
@@ -110,7 +110,7 @@ void dispatch__free(struct dispatch *d)
 		return;
 	for (i = 0; d->conns.slots && i < d->conns.cap; i++)
 		if (d->conns.slots[i].user)
-			conn_ctx__free(d->conns.slots[i].user);
+			dispatch_conn__free(d->conns.slots[i].user);
 	for (i = 0; d->known.slots && i < d->known.cap; i++)
 		free(d->known.slots[i].user);
 	streams__free(&d->conns);
@@ -125,13 +125,16 @@ void dispatch__free(struct dispatch *d)
 
 static void on_decoded(const struct decoded_msg *msg, void *ctx)
 {
-	struct conn_ctx *cc = ctx;
+	struct dispatch_conn *cc = ctx;
+	struct dispatch_deps *deps = &cc->d->deps;
 
-	trace_outputs__message(cc->d->deps.outputs, &cc->who, msg);
-	correlator__message(cc->d->deps.corr, &cc->who, msg);
+	if (deps->tap)
+		deps->tap(&cc->who, msg, deps->tap_ctx);
+	trace_outputs__message(deps->outputs, &cc->who, msg);
+	correlator__message(deps->corr, &cc->who, msg);
 }
 
-static void print_connection(const struct conn_ctx *cc)
+static void print_connection(const struct dispatch_conn *cc)
 {
 	fprintf(stderr, "bindtrace: %s pid %d: connection %s -> %s%s%s (pid %d)\n",
 		process_role__name(cc->who.role), cc->who.pid, endpoint__str(&cc->who.local).s,
@@ -154,33 +157,77 @@ static bool take_known_peer(struct dispatch *d, struct actor *who)
 	return true;
 }
 
-/* A connection seen for the first time: who it is, which end is the client (an accepted one's
- * is the remote), and, for the apiserver's clients on this host, whose it is (known, or
- * queued). */
-static struct conn_ctx *conn_ctx__new(struct dispatch *d, const struct target *t,
-				      const struct data_event *e)
+struct dispatch_conn *dispatch__conn(struct dispatch *d, const struct actor *who, int client_dir,
+				     bool *made)
 {
-	struct conn_ctx *cc = calloc(1, sizeof(*cc));
-	struct queued_peer *peer;
-	bool accepted;
+	struct stream *cs = streams__get(&d->conns, (uint32_t)who->pid, who->conn, 0);
+	struct dispatch_conn *cc;
 
+	*made = false;
+	if (!cs) {
+		d->stats.conn_table_full = true;
+		return NULL;
+	}
+	if (cs->user)
+		return cs->user;
+	cc = calloc(1, sizeof(*cc));
 	if (!cc)
 		return NULL;
 	cc->d = d;
-	cc->who.pid = t->proc.pid;
-	util__copy(cc->who.comm, sizeof(cc->who.comm), t->proc.comm);
-	cc->who.role = t->role;
-	cc->who.conn = e->conn;
-	endpoint__set(&cc->who.local, e->family, e->laddr, e->lport);
-	endpoint__set(&cc->who.remote, e->family, e->raddr, e->rport);
+	cc->who = *who;
 	cc->dec = conn_decoder__new(on_decoded, cc);
 	if (!cc->dec) {
 		free(cc);
 		return NULL;
 	}
 	conn_decoder__offsets_from_zero(cc->dec);
+	if (client_dir >= 0)
+		conn_decoder__set_client_dir(cc->dec, client_dir);
+	cs->user = cc;
+	*made = true;
+	return cc;
+}
+
+const struct actor *dispatch_conn__who(const struct dispatch_conn *c)
+{
+	return &c->who;
+}
+
+int64_t dispatch__data(struct dispatch *d, struct dispatch_conn *cc, const struct data_event *e)
+{
+	int64_t missed;
+
+	trace_outputs__data(d->deps.outputs, &cc->who, e);
+	cc->last_ns = e->hdr.ts_ns;
+	missed = conn_decoder__feed(cc->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
+	if (missed > 0) {
+		bind_metrics__gap(d->deps.metrics, cc->who.role, (uint64_t)missed);
+		correlator__loss(d->deps.corr, cc->who.pid, cc->who.conn, e->hdr.ts_ns);
+	}
+	return missed;
+}
+
+/* A traced process's connection seen for the first time: who it is, which end is the client
+ * (an accepted one's is the remote), and, for the apiserver's clients on this host, whose it is
+ * (known, or queued). */
+static struct dispatch_conn *conn_of(struct dispatch *d, const struct target *t,
+				     const struct data_event *e)
+{
+	struct stream *cs = streams__find(&d->conns, e->hdr.pid, e->conn, 0);
+	struct actor who = { .pid = t->proc.pid, .role = t->role, .conn = e->conn };
+	struct dispatch_conn *cc;
+	struct queued_peer *peer;
+	bool accepted, made;
+
+	if (cs && cs->user)
+		return cs->user;
+	util__copy(who.comm, sizeof(who.comm), t->proc.comm);
+	endpoint__set(&who.local, e->family, e->laddr, e->lport);
+	endpoint__set(&who.remote, e->family, e->raddr, e->rport);
 	accepted = sockets__is_listening(d->deps.sockets, t->proc.pid, e->lport);
-	conn_decoder__set_client_dir(cc->dec, accepted ? CONN_DIR_IN : CONN_DIR_OUT);
+	cc = dispatch__conn(d, &who, accepted ? CONN_DIR_IN : CONN_DIR_OUT, &made);
+	if (!cc || !made)
+		return cc;
 	/* The apiserver's clients on this host, named: the watchers of a bind. */
 	peer = t->role == ROLE_APISERVER && accepted && !take_known_peer(d, &cc->who)
 		   ? queue__push(&d->peers)
@@ -198,29 +245,10 @@ static void on_data(void *ctx, const struct data_event *e)
 {
 	struct dispatch *d = ctx;
 	struct target *t = targets__of(d->deps.targets, (pid_t)e->hdr.pid);
-	struct conn_ctx *cc;
-	struct stream *cs;
-	int64_t missed;
+	struct dispatch_conn *cc = t ? conn_of(d, t, e) : NULL;
 
-	if (!t)
-		return;
-	cs = streams__get(&d->conns, e->hdr.pid, e->conn, 0);
-	if (!cs) {
-		d->stats.conn_table_full = true;
-		return;
-	}
-	if (!cs->user)
-		cs->user = conn_ctx__new(d, t, e);
-	cc = cs->user;
-	if (!cc)
-		return;
-	trace_outputs__data(d->deps.outputs, &cc->who, e);
-	cc->last_ns = e->hdr.ts_ns;
-	missed = conn_decoder__feed(cc->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
-	if (missed > 0) {
-		bind_metrics__gap(d->deps.metrics, t->role, (uint64_t)missed);
-		correlator__loss(d->deps.corr, t->proc.pid, e->conn, e->hdr.ts_ns);
-	}
+	if (cc)
+		dispatch__data(d, cc, e);
 }
 
 static void run_fsync(struct dispatch *d, const struct actor *who, const struct fsync_event *e);
@@ -285,13 +313,18 @@ void dispatch__peer_known(struct dispatch *d, pid_t pid, uint64_t conn, pid_t pe
 	ks->user = k;
 }
 
-static void run_fsync(struct dispatch *d, const struct actor *who, const struct fsync_event *e)
+void dispatch__fsync(struct dispatch *d, const struct actor *who, const struct fsync_event *e,
+		     const char *path)
 {
-	const char *path = sockets__fd_path(d->deps.sockets, who->pid, e->fd);
 	bool wal = strstr(path, "/member/wal/") != NULL;
 
 	trace_outputs__fsync(d->deps.outputs, who, e, path);
 	correlator__fsync(d->deps.corr, who, e->start_ns, e->hdr.ts_ns, wal, e->ret);
+}
+
+static void run_fsync(struct dispatch *d, const struct actor *who, const struct fsync_event *e)
+{
+	dispatch__fsync(d, who, e, sockets__fd_path(d->deps.sockets, who->pid, e->fd));
 }
 
 /* The caller chain's PCs to functions and lines; the cited frame is the first caller outside
@@ -360,7 +393,7 @@ static void run_call(struct dispatch *d, const struct call_event *e)
 static void run_peer(struct dispatch *d, const struct queued_peer *p)
 {
 	struct stream *cs = streams__find(&d->conns, (uint32_t)p->pid, p->conn, 0);
-	struct conn_ctx *cc = cs ? cs->user : NULL;
+	struct dispatch_conn *cc = cs ? cs->user : NULL;
 	struct process_info info;
 
 	if (!cc)
@@ -400,12 +433,12 @@ void dispatch__run_queued(struct dispatch *d)
 static void close_conn(struct dispatch *d, pid_t pid, uint64_t conn, uint64_t now)
 {
 	struct stream *cs = streams__find(&d->conns, (uint32_t)pid, conn, 0);
-	struct conn_ctx *cc = cs ? cs->user : NULL;
+	struct dispatch_conn *cc = cs ? cs->user : NULL;
 
 	if (!cc)
 		return;
 	conn_decoder__close(cc->dec, now);
-	conn_ctx__free(cc);
+	dispatch_conn__free(cc);
 	streams__del(&d->conns, cs);
 	d->stats.conns_closed++;
 }
@@ -427,7 +460,7 @@ void dispatch__sweep(struct dispatch *d, uint64_t now)
 	size_t i, j, n_open;
 
 	for (i = 0; d->conns.slots && i < d->conns.cap; i++) {
-		struct conn_ctx *cc = d->conns.slots[i].user;
+		struct dispatch_conn *cc = d->conns.slots[i].user;
 		struct queued_peer *p;
 
 		if (!cc || now < cc->last_ns + CONN_IDLE_NS || !(p = queue__push(&idle)))
@@ -462,7 +495,7 @@ void dispatch__relabel(struct dispatch *d, pid_t pid, enum process_role role, co
 	size_t i;
 
 	for (i = 0; d->conns.slots && i < d->conns.cap; i++) {
-		struct conn_ctx *cc = d->conns.slots[i].user;
+		struct dispatch_conn *cc = d->conns.slots[i].user;
 
 		if (cc && cc->who.pid == pid) {
 			cc->who.role = role;

@@ -23,6 +23,9 @@
 
 struct bind_metrics;
 struct correlator;
+struct data_event;
+struct decoded_msg;
+struct fsync_event;
 struct session_handlers;
 struct sockets;
 struct targets;
@@ -36,6 +39,10 @@ struct dispatch_deps {
 	struct correlator *corr;
 	struct trace_outputs *outputs;
 	struct bind_metrics *metrics; /* NULL without --metrics */
+	/* Shown every decoded message before the outputs and the correlator are (NULL in the
+	 * tracer; the golden test records them). */
+	void (*tap)(const struct actor *who, const struct decoded_msg *msg, void *ctx);
+	void *tap_ctx;
 };
 
 struct dispatch_stats {
@@ -44,6 +51,7 @@ struct dispatch_stats {
 };
 
 struct dispatch;
+struct dispatch_conn;
 
 /* NULL with errno set. deps must outlive the dispatch. */
 struct dispatch *dispatch__new(const struct dispatch_deps *deps);
@@ -51,6 +59,23 @@ void dispatch__free(struct dispatch *d);
 
 /* The handlers for session__run (between is left to the caller). */
 void dispatch__handlers(struct dispatch *d, struct session_handlers *h);
+/* What the data handler does with an event once it knows whose connection it is, for a replay
+ * of recorded events (the golden test) to go through the same code as the tracer.
+ * dispatch__conn: the connection (who->pid, who->conn), made at first sight from who, its decoder
+ * told which end is the client (client_dir: CONN_DIR_OUT this end dialed, CONN_DIR_IN it
+ * accepted, -1 the decoder finds out); *made says it was new. NULL: the table is full (counted
+ * in the stats) or out of memory.
+ * dispatch__data: one data event of c recorded and decoded: to the outputs, into the decoder
+ * (its messages to the tap, the outputs and the correlator); a gap before it is a loss for the
+ * correlator and the metrics. Returns the bytes missed before it (0: none).
+ * dispatch__fsync: an fsync whose file is known (the tracer reads it from /proc in the loop), to
+ * the outputs and the correlator. */
+struct dispatch_conn *dispatch__conn(struct dispatch *d, const struct actor *who, int client_dir,
+				     bool *made);
+const struct actor *dispatch_conn__who(const struct dispatch_conn *c);
+int64_t dispatch__data(struct dispatch *d, struct dispatch_conn *c, const struct data_event *e);
+void dispatch__fsync(struct dispatch *d, const struct actor *who, const struct fsync_event *e,
+		     const char *path);
 /* The process at the other end of pid's connection conn is known already (found when the
  * apiserver was attached, for the clients it had accepted before): the connection is named from
  * its first event on, which on an idle watch may be a bind's event. */

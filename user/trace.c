@@ -162,8 +162,13 @@ static int start(struct tracer *tr)
 		.have_apiserver = targets__has(&tr->targets, ROLE_APISERVER),
 		.have_etcd = targets__has(&tr->targets, ROLE_ETCD),
 	};
-	struct dispatch_deps deps = { &tr->targets, tr->sockets, &tr->watchers,
-				      NULL,	    tr->outputs, tr->metrics };
+	struct dispatch_deps deps = {
+		.targets = &tr->targets,
+		.sockets = tr->sockets,
+		.watchers = &tr->watchers,
+		.outputs = tr->outputs,
+		.metrics = tr->metrics,
+	};
 	int i;
 
 	tr->corr = deps.corr = correlator__new(&copt, on_bind, tr);
