@@ -77,25 +77,6 @@ static void *queue__at(const struct queue *q, size_t i)
 	return (char *)q->items + q->size * i;
 }
 
-struct dispatch *dispatch__new(const struct dispatch_deps *deps)
-{
-	struct dispatch *d = calloc(1, sizeof(*d));
-
-	if (!d)
-		return NULL;
-	d->deps = *deps;
-	d->fsyncs.size = sizeof(struct queued_fsync);
-	d->calls.size = sizeof(struct call_event);
-	d->peers.size = sizeof(struct queued_peer);
-	if (streams__init(&d->conns, MAX_CONNS) || streams__init(&d->known, 1024)) {
-		streams__free(&d->conns);
-		free(d);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return d;
-}
-
 static void dispatch_conn__free(struct dispatch_conn *cc)
 {
 	conn_decoder__free(cc->dec);
@@ -119,6 +100,23 @@ void dispatch__free(struct dispatch *d)
 	free(d->calls.items);
 	free(d->peers.items);
 	free(d);
+}
+
+struct dispatch *dispatch__new(const struct dispatch_deps *deps)
+{
+	struct dispatch *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->deps = *deps;
+	d->fsyncs.size = sizeof(struct queued_fsync);
+	d->calls.size = sizeof(struct call_event);
+	d->peers.size = sizeof(struct queued_peer);
+	if (!streams__init(&d->conns, MAX_CONNS) && !streams__init(&d->known, 1024))
+		return d;
+	dispatch__free(d);
+	errno = ENOMEM;
+	return NULL;
 }
 
 /* ---- In the ring buffer's callback: record and decode ---- */
