@@ -6,15 +6,19 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 CLANG ?= clang
 BPFTOOL ?= bpftool
-PKGS := libbpf libelf zlib libnghttp2 jansson
+PKGS := libbpf libelf zlib jansson
 # Capstone decodes x86 (it, unlike Zydis, has a static library in Debian); libevent serves
 # --metrics over HTTP (see the README's "Run it on a cluster" for why these two); libcrypto
 # hashes the traced binaries (SHA-256; the README's Development section says why).
 PKGS += capstone libevent libcrypto
+# Only the unit tests link these (test_hpack checks our HPACK decoder against nghttp2's encoder).
+TEST_PKGS := libnghttp2
 
 # Recursive (=) so pkg-config runs after install-deps has made sure the packages are there.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+TEST_PKG_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS))
+TEST_PKG_LIBS = $(shell pkg-config --libs $(TEST_PKGS))
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -g -O2
@@ -140,7 +144,8 @@ image: $(OUT)/bindtrace-static
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(SAN_LIB_OBJS)
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) $(SAN) -O1 -Itests/unit $< $(SAN_LIB_OBJS) $(PKG_LIBS) -lm -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(TEST_PKG_CFLAGS) $(SAN) -O1 -Itests/unit $< $(SAN_LIB_OBJS) \
+		$(PKG_LIBS) $(TEST_PKG_LIBS) -lm -o $@
 
 unit: $(UNIT_BINS)
 

@@ -23,8 +23,8 @@ static json_t *stage_json(const struct stage *st, int64_t wall_offset_ns)
 	json_object_set_new(o, "role", json_string(process_role__name(st->who.role)));
 	if (st->who.conn) {
 		json_object_set_new(o, "conn", json_integer((json_int_t)st->who.conn));
-		json_object_set_new(o, "laddr", json_string(st->who.laddr));
-		json_object_set_new(o, "raddr", json_string(st->who.raddr));
+		json_object_set_new(o, "laddr", json_string(endpoint__str(&st->who.local).s));
+		json_object_set_new(o, "raddr", json_string(endpoint__str(&st->who.remote).s));
 		json_object_set_new(o, "stream_id", json_integer(st->stream_id));
 	}
 	return o;
@@ -69,7 +69,7 @@ static json_t *watcher_json(const struct bind_view *v, int w)
 	json_object_set_new(wo, "watch_event_sent", stage_json(&wa->sent, v->wall_offset_ns));
 	json_object_set_new(wo, "watch_event_received",
 			    stage_json(&wa->received, v->wall_offset_ns));
-	json_object_set_new(wo, "address", json_string(wa->sent.who.raddr));
+	json_object_set_new(wo, "address", json_string(endpoint__str(&wa->sent.who.remote).s));
 	json_object_set_new(wo, "pid", json_integer(wa->sent.who.peer_pid));
 	json_object_set_new(wo, "comm", json_string(wa->sent.who.peer_comm));
 	json_object_set_new(wo, "user_agent", json_string(wa->user_agent));

@@ -2,24 +2,21 @@
  * uprobes) and plaintext TCP (syscall tracepoints) of chosen processes, per
  * connection and direction, with gaps shown. */
 #include <argp.h>
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
+#include <jansson.h>
 
-#include "capture.skel.h"
 #include "commands.h"
 #include "discover.h"
+#include "endpoint.h"
 #include "events.h"
+#include "session.h"
 #include "streams.h"
 #include "tlsprobe.h"
 #include "util.h"
@@ -49,22 +46,17 @@ struct proc_stats {
 
 struct capture_state {
 	const struct capture_options *opt;
-	struct capture_bpf *skel;
+	struct session *session;
 	struct streams streams;
+	struct stat exe_st[MAX_EXES];
+	struct tls_attachment *atts;
+	int n_atts;
 	struct proc_stats procs[MAX_PIDS * 4];
 	int n_procs;
 	int64_t wall_offset_ns;
-	uint64_t events;
+	uint64_t next_scan_ns;
 	bool stream_table_full;
 };
-
-static volatile sig_atomic_t stopping;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stopping = 1;
-}
 
 enum {
 	OPT_EXE = 0x100,
@@ -190,19 +182,6 @@ static struct proc_stats *proc_stats(struct capture_state *st, pid_t pid, const 
 	return &st->procs[st->n_procs++];
 }
 
-static void format_addr(char *buf, size_t len, __u16 family, const __u8 *addr, __u16 port)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (family == AF_INET) {
-		inet_ntop(AF_INET, addr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, port);
-	} else {
-		inet_ntop(AF_INET6, addr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, port);
-	}
-}
-
 static bool mostly_text(const __u8 *p, size_t n)
 {
 	size_t i, bad = 0;
@@ -241,24 +220,52 @@ static void print_bytes(const __u8 *p, size_t n)
 	}
 }
 
-static void print_json_string(const char *s)
+/* One JSON object on its own line; takes the reference. */
+static void print_json(json_t *o)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
+	if (o) {
+		json_dumpf(o, stdout, JSON_COMPACT);
+		putchar('\n');
 	}
-	putchar('"');
+	json_decref(o);
 }
 
-static void on_fsync(struct capture_state *st, const struct fsync_event *e)
+static const char *dir_name(const struct data_event *e)
 {
+	return e->dir == DIR_OUT ? "out" : "in";
+}
+
+static void print_json_data(struct capture_state *st, const struct data_event *e, const char *comm,
+			    const char *laddr, const char *raddr, uint64_t missed)
+{
+	char *b64 = malloc(4 * ((size_t)e->len / 3 + 1) + 1);
+	size_t n;
+
+	if (missed)
+		print_json(json_pack("{s:I, s:I, s:i, s:I, s:s, s:I}", "gap", (json_int_t)missed,
+				     "ts_ns", (json_int_t)e->hdr.ts_ns, "pid", (int)e->hdr.pid,
+				     "conn", (json_int_t)e->conn, "dir", dir_name(e), "offset",
+				     (json_int_t)(e->offset - missed)));
+	if (!b64) {
+		fprintf(stderr, "bindtrace: capture: out of memory\n");
+		return;
+	}
+	n = util__base64_encode(e->data, e->len, b64);
+	print_json(json_pack("{s:I, s:I, s:i, s:i, s:o, s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:i, "
+			     "s:s%}",
+			     "ts_ns", (json_int_t)e->hdr.ts_ns, "wall_ns",
+			     (json_int_t)(e->hdr.ts_ns + st->wall_offset_ns), "pid",
+			     (int)e->hdr.pid, "tid", (int)e->hdr.tid, "comm",
+			     util__json_string(comm), "conn", (json_int_t)e->conn, "fd", e->fd,
+			     "laddr", laddr, "raddr", raddr, "dir", dir_name(e), "source",
+			     e->source == SOURCE_TLS ? "tls" : "tcp", "offset",
+			     (json_int_t)e->offset, "len", (int)e->len, "data", b64, n));
+	free(b64);
+}
+
+static void on_fsync(void *ctx, const struct fsync_event *e)
+{
+	struct capture_state *st = ctx;
 	char link[64], path[512] = "";
 	ssize_t n;
 
@@ -266,12 +273,11 @@ static void on_fsync(struct capture_state *st, const struct fsync_event *e)
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n > 0 ? n : 0] = '\0';
 	if (st->opt->json) {
-		printf("{\"event\":\"%s\",\"ts_ns\":%llu,\"start_ns\":%llu,\"pid\":%u,\"tid\":%u,"
-		       "\"fd\":%d,\"file\":",
-		       e->datasync ? "fdatasync" : "fsync", (unsigned long long)e->hdr.ts_ns,
-		       (unsigned long long)e->start_ns, e->hdr.pid, e->hdr.tid, e->fd);
-		print_json_string(path);
-		printf(",\"ret\":%lld}\n", (long long)e->ret);
+		print_json(json_pack("{s:s, s:I, s:I, s:i, s:i, s:i, s:o, s:I}", "event",
+				     e->datasync ? "fdatasync" : "fsync", "ts_ns",
+				     (json_int_t)e->hdr.ts_ns, "start_ns", (json_int_t)e->start_ns,
+				     "pid", (int)e->hdr.pid, "tid", (int)e->hdr.tid, "fd", e->fd,
+				     "file", util__json_string(path), "ret", (json_int_t)e->ret));
 		return;
 	}
 	printf("%llu.%06llu %u/%.16s %s fd %d %s %.3f ms%s\n",
@@ -281,27 +287,21 @@ static void on_fsync(struct capture_state *st, const struct fsync_event *e)
 	       (double)(e->hdr.ts_ns - e->start_ns) / 1e6, e->ret ? " (failed)" : "");
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+static void on_data(void *ctx, const struct data_event *e)
 {
 	struct capture_state *st = ctx;
-	const struct data_event *e = data;
 	struct proc_stats *ps;
 	struct stream *s;
-	char laddr[64], raddr[64], comm[17];
+	char laddr[ENDPOINT_STRLEN], raddr[ENDPOINT_STRLEN], comm[17];
+	struct endpoint local, remote;
 	uint64_t missed;
 	size_t shown;
 
-	if (size >= sizeof(struct fsync_event) && e->hdr.type == EVENT_FSYNC) {
-		st->events++;
-		on_fsync(st, data);
-		return 0;
-	}
-	if (size < sizeof(*e) || e->hdr.type != EVENT_DATA || e->len > size - sizeof(*e))
-		return 0;
-	st->events++;
 	snprintf(comm, sizeof(comm), "%.16s", e->hdr.comm);
-	format_addr(laddr, sizeof(laddr), e->family, e->laddr, e->lport);
-	format_addr(raddr, sizeof(raddr), e->family, e->raddr, e->rport);
+	endpoint__set(&local, e->family, e->laddr, e->lport);
+	endpoint__set(&remote, e->family, e->raddr, e->rport);
+	endpoint__format(&local, laddr, sizeof(laddr));
+	endpoint__format(&remote, raddr, sizeof(raddr));
 	ps = proc_stats(st, (pid_t)e->hdr.pid, comm);
 	s = streams__get(&st->streams, e->hdr.pid, e->conn, e->dir);
 	missed = 0;
@@ -322,29 +322,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	}
 
 	if (st->opt->json) {
-		if (missed) {
-			printf("{\"gap\":%llu,\"ts_ns\":%llu,\"pid\":%u,\"conn\":%llu,\"dir\":\"%"
-			       "s\","
-			       "\"offset\":%llu}\n",
-			       (unsigned long long)missed, (unsigned long long)e->hdr.ts_ns,
-			       e->hdr.pid, (unsigned long long)e->conn,
-			       e->dir == DIR_OUT ? "out" : "in",
-			       (unsigned long long)(e->offset - missed));
-		}
-		printf("{\"ts_ns\":%llu,\"wall_ns\":%llu,\"pid\":%u,\"tid\":%u,\"comm\":",
-		       (unsigned long long)e->hdr.ts_ns,
-		       (unsigned long long)(e->hdr.ts_ns + st->wall_offset_ns), e->hdr.pid,
-		       e->hdr.tid);
-		print_json_string(comm);
-		printf(",\"conn\":%llu,\"fd\":%d,\"laddr\":\"%s\",\"raddr\":\"%s\",\"dir\":"
-		       "\"%s\","
-		       "\"source\":\"%s\",\"offset\":%llu,\"len\":%u,\"data\":\"",
-		       (unsigned long long)e->conn, e->fd, laddr, raddr,
-		       e->dir == DIR_OUT ? "out" : "in", e->source == SOURCE_TLS ? "tls" : "tcp",
-		       (unsigned long long)e->offset, e->len);
-		util__base64_print(stdout, e->data, e->len);
-		printf("\"}\n");
-		return 0;
+		print_json_data(st, e, comm, laddr, raddr, missed);
+		return;
 	}
 	if (missed)
 		printf("--- gap: %llu bytes lost on conn %llu %s before offset %llu\n",
@@ -361,24 +340,10 @@ static int on_event(void *ctx, void *data, size_t size)
 	print_bytes(e->data, shown);
 	if (shown < e->len)
 		printf("    ... %zu more bytes (--max-print 0 shows all)\n", e->len - shown);
-	return 0;
 }
 
-static int add_target(struct capture_bpf *skel, pid_t pid, bool fsync)
-{
-	__u32 key = (__u32)pid;
-	__u8 one = 1;
-
-	if (fsync)
-		bpf_map__update_elem(skel->maps.fsync_targets, &key, sizeof(key), &one, sizeof(one),
-				     BPF_ANY);
-	return bpf_map__update_elem(skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
-				    BPF_ANY);
-}
-
-/* --exe: every process whose executable is the same file (device and inode) as
- * path. */
-static void scan_exe_processes(struct capture_state *st, const struct stat *exe_st, int n)
+/* --exe: every process whose executable is the same file (device and inode) as one given. */
+static void scan_exe_processes(struct capture_state *st)
 {
 	struct process_info *found;
 	struct stat pst;
@@ -388,18 +353,136 @@ static void scan_exe_processes(struct capture_state *st, const struct stat *exe_
 	found = calloc(256, sizeof(*found));
 	if (!found)
 		return;
-	for (e = 0; e < n; e++) {
+	for (e = 0; e < st->opt->n_exes; e++) {
 		const char *base = strrchr(st->opt->exes[e], '/');
 
 		count = discover__by_exe_name(base ? base + 1 : st->opt->exes[e], found, 256);
 		for (i = 0; i < count; i++) {
 			snprintf(path, sizeof(path), "/proc/%d/exe", found[i].pid);
-			if (stat(path, &pst) == 0 && pst.st_dev == exe_st[e].st_dev &&
-			    pst.st_ino == exe_st[e].st_ino)
-				add_target(st->skel, found[i].pid, st->opt->fsync);
+			if (stat(path, &pst) == 0 && pst.st_dev == st->exe_st[e].st_dev &&
+			    pst.st_ino == st->exe_st[e].st_ino)
+				session__add_target(st->session, found[i].pid, st->opt->fsync);
 		}
 	}
 	free(found);
+}
+
+/* The pids exist and the executables can be read: said before anything is loaded. */
+static int check_inputs(struct capture_state *st)
+{
+	const struct capture_options *opt = st->opt;
+	struct process_info info;
+	int i, err;
+
+	for (i = 0; i < opt->n_pids; i++) {
+		err = discover__process(opt->pids[i], &info);
+		if (err) {
+			fprintf(stderr, "bindtrace: capture: pid %d: %s\n", opt->pids[i],
+				err == -ESRCH ? "no such process" : strerror(-err));
+			return err;
+		}
+	}
+	for (i = 0; i < opt->n_exes; i++) {
+		if (stat(opt->exes[i], &st->exe_st[i]) != 0) {
+			err = -errno;
+			fprintf(stderr, "bindtrace: capture: %s: %s\n", opt->exes[i],
+				strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Each pid's syscalls, and the TLS probes of each pid and executable (not with --no-tls). */
+static int attach(struct capture_state *st)
+{
+	const struct capture_options *opt = st->opt;
+	char why[512], path[64];
+	int i, err;
+
+	st->atts = calloc((size_t)(opt->n_pids + opt->n_exes), sizeof(*st->atts));
+	if (!st->atts)
+		return -ENOMEM;
+	for (i = 0; i < opt->n_pids; i++) {
+		session__add_target(st->session, opt->pids[i], opt->fsync);
+		if (opt->no_tls)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/exe", opt->pids[i]);
+		err = tls_attachment__attach(&st->atts[st->n_atts], session__bpf(st->session),
+					     opt->pids[i], path, why, sizeof(why));
+		if (err) {
+			fprintf(stderr, "bindtrace: capture: pid %d: %s\n", opt->pids[i], why);
+			return err;
+		}
+		st->n_atts++;
+	}
+	for (i = 0; i < opt->n_exes && !opt->no_tls; i++) {
+		err = tls_attachment__attach(&st->atts[st->n_atts], session__bpf(st->session), -1,
+					     opt->exes[i], why, sizeof(why));
+		if (err) {
+			fprintf(stderr, "bindtrace: capture: %s: %s\n", opt->exes[i], why);
+			return err;
+		}
+		st->n_atts++;
+	}
+	return 0;
+}
+
+static void print_attached(const struct capture_state *st)
+{
+	const struct tls_attachment *a;
+	int i;
+
+	for (i = 0; i < st->n_atts; i++) {
+		a = &st->atts[i];
+		fprintf(stderr,
+			"bindtrace: capture: %s %d %s (%s): Write, Read + %zu RETs, %.1f ms\n",
+			a->pid > 0 ? "pid" : "exe", a->pid > 0 ? a->pid : 0, a->binary,
+			a->sites.go_version, a->sites.n_read_rets, (double)a->attach_ns / 1e6);
+	}
+	fprintf(stderr, "bindtrace: capture: running%s; Ctrl-C to stop\n",
+		st->opt->tls_only ? " (TLS only)" : "");
+}
+
+/* After each read of the ring buffer: new processes of --exe, and what was printed. */
+static void between_reads(void *ctx, uint64_t now)
+{
+	struct capture_state *st = ctx;
+
+	if (st->opt->n_exes && now >= st->next_scan_ns) {
+		scan_exe_processes(st);
+		st->next_scan_ns = now + 200000000ull;
+	}
+	fflush(stdout);
+}
+
+static void print_stats(struct capture_state *st)
+{
+	uint64_t counters[COUNTER_MAX];
+	int i;
+
+	session__counters(st->session, counters);
+	fprintf(stderr, "%-8s %-16s %10s %14s %14s %8s %12s\n", "PID", "COMM", "EVENTS",
+		"BYTES_OUT", "BYTES_IN", "GAPS", "GAP_BYTES");
+	for (i = 0; i < st->n_procs; i++) {
+		struct proc_stats *p = &st->procs[i];
+
+		fprintf(stderr, "%-8d %-16s %10llu %14llu %14llu %8llu %12llu\n", p->pid, p->comm,
+			(unsigned long long)p->events, (unsigned long long)p->bytes_out,
+			(unsigned long long)p->bytes_in, (unsigned long long)p->gaps,
+			(unsigned long long)p->gap_bytes);
+	}
+	fprintf(stderr,
+		"bindtrace: capture: %llu events; ring buffer drops %llu, truncated bytes %llu, "
+		"TLS calls without a socket %llu, Read returns without entry %llu, repeated uprobe "
+		"hits ignored %llu%s\n",
+		(unsigned long long)session__events(st->session),
+		(unsigned long long)counters[COUNTER_RINGBUF_DROPS],
+		(unsigned long long)counters[COUNTER_TRUNCATED],
+		(unsigned long long)counters[COUNTER_NO_SOCKET],
+		(unsigned long long)counters[COUNTER_READ_UNMATCHED],
+		(unsigned long long)counters[COUNTER_DUPLICATE_HITS],
+		st->stream_table_full ? "; stream table full: some gaps not tracked" : "");
 }
 
 int cmd_capture(int argc, char **argv)
@@ -409,187 +492,43 @@ int cmd_capture(int argc, char **argv)
 	};
 	struct capture_options opt = { .ringbuf_bytes = 4 * 1024 * 1024, .max_print = 512 };
 	struct capture_state st = { .opt = &opt };
-	struct tls_attachment *atts = NULL;
-	struct stat exe_st[MAX_EXES];
-	struct bpf_link *tp_links[16] = {};
-	struct ring_buffer *ring = NULL;
-	struct process_info info;
-	struct bpf_program *prog;
-	const char *tracefs;
-	char why[512], path[64];
-	uint64_t deadline = 0, next_scan = 0, counters[COUNTER_MAX];
-	int n_atts = 0, n_tp = 0, err = 0, i;
-	bool mounted;
+	struct session_handlers handlers = { .data = on_data,
+					     .fsync = on_fsync,
+					     .between = between_reads,
+					     .ctx = &st,
+					     .between_ctx = &st };
+	struct session_options sopt = { .name = "bindtrace: capture" };
+	uint64_t deadline;
+	int err, i;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &opt);
 	util__setup_libbpf_log();
-	if (selfcheck__preflight("bindtrace: capture"))
+	if (selfcheck__preflight("bindtrace: capture") || check_inputs(&st))
 		return 1;
-
-	for (i = 0; i < opt.n_pids; i++) {
-		err = discover__process(opt.pids[i], &info);
-		if (err) {
-			fprintf(stderr, "bindtrace: capture: pid %d: %s\n", opt.pids[i],
-				err == -ESRCH ? "no such process" : strerror(-err));
-			return 1;
-		}
-	}
-	for (i = 0; i < opt.n_exes; i++) {
-		if (stat(opt.exes[i], &exe_st[i]) != 0) {
-			fprintf(stderr, "bindtrace: capture: %s: %s\n", opt.exes[i],
-				strerror(errno));
-			return 1;
-		}
-	}
-	{
-		err = util__ensure_tracefs(&tracefs, &mounted);
-		if (err) {
-			fprintf(stderr, "bindtrace: capture: tracefs: %s (see bindtrace --check)\n",
-				strerror(-err));
-			return 1;
-		}
-	}
 	if (streams__init(&st.streams, 65536)) {
 		fprintf(stderr, "bindtrace: capture: out of memory\n");
 		return 1;
 	}
-
-	st.skel = capture_bpf__open();
-	if (!st.skel) {
-		fprintf(stderr, "bindtrace: capture: open BPF object: %s\n", strerror(errno));
-		err = -errno;
+	sopt.ringbuf_bytes = opt.ringbuf_bytes;
+	sopt.uprobe_any_pid = opt.n_exes > 0;
+	sopt.no_syscall_data = opt.tls_only;
+	st.session = session__open(&sopt);
+	err = st.session ? attach(&st) : -EINVAL;
+	if (err)
 		goto cleanup;
-	}
-	st.skel->rodata->uprobe_any_pid = opt.n_exes > 0;
-	st.skel->rodata->capture_syscalls = !opt.tls_only;
-	bpf_map__set_max_entries(st.skel->maps.events, (__u32)opt.ringbuf_bytes);
-	err = capture_bpf__load(st.skel);
-	if (err) {
-		fprintf(stderr,
-			"bindtrace: capture: load BPF programs: %s (see bindtrace --check)\n",
-			strerror(-err));
-		goto cleanup;
-	}
-
-	atts = calloc((size_t)(opt.n_pids + opt.n_exes), sizeof(*atts));
-	if (!atts) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (i = 0; i < opt.n_pids; i++) {
-		add_target(st.skel, opt.pids[i], opt.fsync);
-		if (opt.no_tls)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/exe", opt.pids[i]);
-		err = tls_attachment__attach(&atts[n_atts], st.skel, opt.pids[i], path, why,
-					     sizeof(why));
-		if (err) {
-			fprintf(stderr, "bindtrace: capture: pid %d: %s\n", opt.pids[i], why);
-			goto cleanup;
-		}
-		n_atts++;
-	}
-	for (i = 0; i < opt.n_exes && !opt.no_tls; i++) {
-		err = tls_attachment__attach(&atts[n_atts], st.skel, -1, opt.exes[i], why,
-					     sizeof(why));
-		if (err) {
-			fprintf(stderr, "bindtrace: capture: %s: %s\n", opt.exes[i], why);
-			goto cleanup;
-		}
-		n_atts++;
-	}
-	/* The syscall programs also tell the TLS probes apart from their own repeats: attached
-	 * even with --tls-only, where capture_syscalls keeps them from emitting. */
-	{
-		bpf_object__for_each_program (prog, st.skel->obj) {
-			const char *name = bpf_program__name(prog);
-
-			if (strncmp(name, "sys_", 4) != 0 &&
-			    !(opt.fsync && (strncmp(name, "fdatasync_", 10) == 0 ||
-					    strncmp(name, "fsync_", 6) == 0)))
-				continue;
-			tp_links[n_tp] = bpf_program__attach(prog);
-			if (!tp_links[n_tp]) {
-				err = -errno;
-				fprintf(stderr, "bindtrace: capture: attach %s: %s\n",
-					bpf_program__section_name(prog), strerror(errno));
-				goto cleanup;
-			}
-			n_tp++;
-		}
-	}
-	ring = ring_buffer__new(bpf_map__fd(st.skel->maps.events), on_event, &st, NULL);
-	if (!ring) {
-		err = -errno;
-		fprintf(stderr, "bindtrace: capture: ring buffer: %s\n", strerror(errno));
-		goto cleanup;
-	}
 	st.wall_offset_ns = util__wall_offset_ns();
-
-	for (i = 0; i < n_atts; i++) {
-		fprintf(stderr,
-			"bindtrace: capture: %s %d %s (%s): Write, Read + %zu RETs, %.1f ms\n",
-			atts[i].pid > 0 ? "pid" : "exe", atts[i].pid > 0 ? atts[i].pid : 0,
-			atts[i].binary, atts[i].sites.go_version, atts[i].sites.n_read_rets,
-			(double)atts[i].attach_ns / 1e6);
-	}
-	fprintf(stderr, "bindtrace: capture: running%s; Ctrl-C to stop\n",
-		opt.tls_only ? " (TLS only)" : "");
-
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	if (opt.duration_s)
-		deadline = util__monotonic_ns() + opt.duration_s * 1000000000ull;
-	while (!stopping) {
-		uint64_t now = util__monotonic_ns();
-
-		if (opt.n_exes && now >= next_scan) {
-			scan_exe_processes(&st, exe_st, opt.n_exes);
-			next_scan = now + 200000000ull;
-		}
-		err = ring_buffer__poll(ring, 100);
-		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "bindtrace: capture: ring buffer: %s\n", strerror(-err));
-			goto cleanup;
-		}
-		fflush(stdout);
-		if (deadline && util__monotonic_ns() >= deadline)
-			break;
-	}
-	ring_buffer__consume(ring);
+	print_attached(&st);
+	between_reads(&st, util__monotonic_ns());
+	deadline = opt.duration_s ? util__monotonic_ns() + opt.duration_s * 1000000000ull : 0;
+	err = session__run(st.session, &handlers, deadline);
 	fflush(stdout);
-	err = 0;
-
-	capture_counters__read(st.skel, counters);
-	fprintf(stderr, "%-8s %-16s %10s %14s %14s %8s %12s\n", "PID", "COMM", "EVENTS",
-		"BYTES_OUT", "BYTES_IN", "GAPS", "GAP_BYTES");
-	for (i = 0; i < st.n_procs; i++) {
-		struct proc_stats *p = &st.procs[i];
-
-		fprintf(stderr, "%-8d %-16s %10llu %14llu %14llu %8llu %12llu\n", p->pid, p->comm,
-			(unsigned long long)p->events, (unsigned long long)p->bytes_out,
-			(unsigned long long)p->bytes_in, (unsigned long long)p->gaps,
-			(unsigned long long)p->gap_bytes);
-	}
-	fprintf(stderr,
-		"bindtrace: capture: %llu events; ring buffer drops %llu, truncated "
-		"bytes %llu, "
-		"TLS calls without a socket %llu, Read returns without entry %llu, repeated uprobe "
-		"hits ignored %llu%s\n",
-		(unsigned long long)st.events, (unsigned long long)counters[COUNTER_RINGBUF_DROPS],
-		(unsigned long long)counters[COUNTER_TRUNCATED],
-		(unsigned long long)counters[COUNTER_NO_SOCKET],
-		(unsigned long long)counters[COUNTER_READ_UNMATCHED],
-		(unsigned long long)counters[COUNTER_DUPLICATE_HITS],
-		st.stream_table_full ? "; stream table full: some gaps not tracked" : "");
+	if (!err)
+		print_stats(&st);
 cleanup:
-	ring_buffer__free(ring);
-	for (i = 0; i < n_tp; i++)
-		bpf_link__destroy(tp_links[i]);
-	for (i = 0; i < n_atts; i++)
-		tls_attachment__detach(&atts[i]);
-	free(atts);
-	capture_bpf__destroy(st.skel);
+	for (i = 0; i < st.n_atts; i++)
+		tls_attachment__detach(&st.atts[i]);
+	free(st.atts);
+	session__close(st.session);
 	streams__free(&st.streams);
 	return err ? 1 : 0;
 }

@@ -656,11 +656,11 @@ void correlator__drops(struct correlator *c, uint64_t since_ns, uint64_t now_ns)
 	l->ns = now_ns;
 }
 
-/* Strip the port: "127.0.0.1:6443" -> compare the full strings instead; a connection seen from
- * its two ends reads with laddr and raddr swapped. */
+/* A connection seen from its two ends: each end's local address and port are the other's
+ * remote ones (IPv4 or IPv6; an IPv4 end matches its v4-mapped form on a dual-stack socket). */
 static bool same_connection(const struct actor *a, const struct actor *b)
 {
-	return strcmp(a->laddr, b->raddr) == 0 && strcmp(a->raddr, b->laddr) == 0;
+	return endpoint__equal(&a->local, &b->remote) && endpoint__equal(&a->remote, &b->local);
 }
 
 /* Walk the observations, oldest first. */

@@ -14,10 +14,10 @@
 #include <sys/types.h>
 
 #include "decode.h"
+#include "endpoint.h"
 
 #define BIND_NAME_MAX 254
 #define BIND_NS_MAX 64
-#define BIND_ADDR_MAX 64
 #define BIND_MAX_WATCHERS 16
 #define BIND_MAX_FRAMES 32
 #define BIND_MAX_TXNS 8
@@ -58,9 +58,9 @@ struct actor {
 	pid_t pid;
 	char comm[17];
 	enum process_role role;
-	uint64_t conn; /* the socket's inode */
-	char laddr[BIND_ADDR_MAX];
-	char raddr[BIND_ADDR_MAX];
+	uint64_t conn;		/* the socket's inode */
+	struct endpoint local;	/* this process's end of the connection */
+	struct endpoint remote; /* the other end */
 	pid_t peer_pid; /* the process at the other end, when it is on this host (0: unknown) */
 	char peer_comm[17];
 };
@@ -151,6 +151,8 @@ const char *stage__name(enum stage_id stage);
  * counted. */
 bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s);
 const char *bind_result__name(enum bind_result result);
+/* A role's name, which is also the executable its process runs ("kube-scheduler",
+ * "kube-apiserver", "etcd"; "watcher" for a traced client of the apiserver, "other"). */
 const char *process_role__name(enum process_role role);
 
 struct correlator;

@@ -16,6 +16,7 @@
 #include "h2.h"
 #include "http1.h"
 #include "redact.h"
+#include "stream_pos.h"
 
 #define DETECT_MAX 16384
 #define DETECT_MIN 512
@@ -91,8 +92,7 @@ struct conn_decoder {
 	int client_dir;
 	bool client_dir_given; /* by the caller: detection does not change it */
 	bool unreliable;
-	bool seen[2];
-	uint64_t next_offset[2];
+	struct stream_pos pos[2]; /* where each direction is: gaps are computed there */
 	bool begun[2];
 	bool lost_before[2]; /* bytes lost before the protocol layer began */
 	/* A direction's first bytes, held until the protocol is detected and it is known how the
@@ -1679,17 +1679,12 @@ static size_t detect_append(struct conn_decoder *c, int dir, uint64_t off, const
 	return len;
 }
 
-int conn_decoder__gap(struct conn_decoder *c, int dir, uint64_t missing)
+/* missing bytes of dir are lost: whatever was being decoded there cannot be trusted. */
+static void lose(struct conn_decoder *c, int dir, uint64_t missing)
 {
-	if (!c || dir < 0 || dir > 1)
-		return -EINVAL;
-	if (!missing)
-		return 0;
 	c->stats.gaps++;
 	c->stats.bytes_lost += missing;
 	c->unreliable = true;
-	c->next_offset[dir] += missing;
-	c->seen[dir] = true;
 	if (c->begun[dir] && c->h2) {
 		h2_conn__lose(c->h2, dir, missing);
 	} else if (c->begun[dir] && c->h1) {
@@ -1700,36 +1695,47 @@ int conn_decoder__gap(struct conn_decoder *c, int dir, uint64_t missing)
 		c->detect_scan[dir] = 0;
 		c->lost_before[dir] = true;
 	}
+}
+
+int conn_decoder__gap(struct conn_decoder *c, int dir, uint64_t missing)
+{
+	if (!c || dir < 0 || dir > 1)
+		return -EINVAL;
+	if (!missing)
+		return 0;
+	c->pos[dir].started = true;
+	c->pos[dir].next_offset += missing;
+	lose(c, dir, missing);
 	return 0;
 }
 
-int conn_decoder__feed(struct conn_decoder *c, int dir, uint64_t off, const void *data, size_t len,
-		       uint64_t ts)
+void conn_decoder__offsets_from_zero(struct conn_decoder *c)
+{
+	if (c)
+		c->pos[0].started = c->pos[1].started = true;
+}
+
+int64_t conn_decoder__feed(struct conn_decoder *c, int dir, uint64_t off, const void *data,
+			   size_t len, uint64_t ts)
 {
 	const uint8_t *buf = data;
+	uint64_t missed, seen;
 
 	if (!c || dir < 0 || dir > 1 || (!buf && len))
 		return -EINVAL;
-	if (!c->seen[dir]) {
-		c->seen[dir] = true;
-		c->next_offset[dir] = off;
-		if (off)
-			c->unreliable = true;
-	}
-	if (off > c->next_offset[dir])
-		conn_decoder__gap(c, dir, off - c->next_offset[dir]);
-	if (off < c->next_offset[dir]) {
-		uint64_t dup = c->next_offset[dir] - off;
-		if (dup >= len)
-			return 0;
-		buf += dup;
-		len -= (size_t)dup;
-	}
-	c->next_offset[dir] += len;
+	if (!c->pos[dir].started && off)
+		c->unreliable = true; /* met mid-way */
+	missed = stream_pos__advance(&c->pos[dir], off, len, &seen);
+	if (missed)
+		lose(c, dir, missed);
+	if (missed > INT64_MAX)
+		missed = INT64_MAX; /* only from a forged offset: still "a gap" */
+	if (seen >= len)
+		return (int64_t)missed;
+	buf += seen;
+	len -= (size_t)seen;
 	c->stats.bytes[dir] += len;
-	if (!len)
-		return 0;
-	off = c->next_offset[dir] - len;
+	off = c->pos[dir].next_offset - len;
 	/* Hold the first bytes (up to DETECT_MAX) until the protocol is known and how this
 	 * direction begins: a preface, or a whole first frame and what follows it. */
 	while (len && !c->begun[dir]) {
@@ -1753,7 +1759,7 @@ int conn_decoder__feed(struct conn_decoder *c, int dir, uint64_t off, const void
 	}
 	if (len && c->begun[dir])
 		proto_feed(c, dir, buf, len, ts);
-	return 0;
+	return (int64_t)missed;
 }
 
 void conn_decoder__close(struct conn_decoder *c, uint64_t ts)

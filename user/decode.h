@@ -163,9 +163,15 @@ void conn_decoder__set_client_dir(struct conn_decoder *dec, int client_dir);
 
 /* Ordered bytes of one direction. stream_offset is the offset of buf[0] in that direction's byte
  * stream: a jump forward is a gap, bytes already seen are skipped. The first chunk of a direction
- * at offset 0 means the connection is seen from its start. Returns 0 or -EINVAL. */
-int conn_decoder__feed(struct conn_decoder *dec, int dir, uint64_t stream_offset, const void *buf,
-		       size_t len, uint64_t ts_ns);
+ * at offset 0 means the connection is seen from its start; past 0, that it was met mid-way (but
+ * see conn_decoder__offsets_from_zero). Returns the bytes missed before this chunk (the gap it
+ * shows, 0 when it continues the stream), or -EINVAL. */
+int64_t conn_decoder__feed(struct conn_decoder *dec, int dir, uint64_t stream_offset,
+			   const void *buf, size_t len, uint64_t ts_ns);
+/* The caller numbers each direction's bytes from 0 at the capture's first sight of the
+ * connection, as BPF does: a first chunk past 0 then means bytes were lost before it (a gap), not
+ * a connection met mid-way. Before the first chunk. */
+void conn_decoder__offsets_from_zero(struct conn_decoder *dec);
 /* missing_bytes of dir were not captured (ring buffer drops, unreadable user memory). */
 int conn_decoder__gap(struct conn_decoder *dec, int dir, uint64_t missing_bytes);
 /* The connection closed: completes a response read until close. */

@@ -325,8 +325,8 @@ static void collect_messages(struct evidence *ev, const struct bind_timeline *t,
 			json_object_set_new(j, "pid", json_integer(who->pid));
 			json_object_set_new(j, "comm", json_string(who->comm));
 			json_object_set_new(j, "conn", json_integer((json_int_t)who->conn));
-			json_object_set_new(j, "laddr", json_string(who->laddr));
-			json_object_set_new(j, "raddr", json_string(who->raddr));
+			json_object_set_new(j, "laddr", json_string(endpoint__str(&who->local).s));
+			json_object_set_new(j, "raddr", json_string(endpoint__str(&who->remote).s));
 			if (m->chunks) {
 				off = json_object();
 				json_object_set_new(

@@ -269,8 +269,8 @@ static void pf_instant(struct perfetto *p, const struct bind_timeline *t, const 
 			    json_integer((json_int_t)(st->mono_ns + p->wall_offset_ns)));
 	if (st->who.conn) {
 		json_object_set_new(args, "conn", json_integer((json_int_t)st->who.conn));
-		json_object_set_new(args, "laddr", pf_string(st->who.laddr));
-		json_object_set_new(args, "raddr", pf_string(st->who.raddr));
+		json_object_set_new(args, "laddr", pf_string(endpoint__str(&st->who.local).s));
+		json_object_set_new(args, "raddr", pf_string(endpoint__str(&st->who.remote).s));
 		json_object_set_new(args, "stream_id", json_integer(st->stream_id));
 	}
 	if (watcher >= 0) {

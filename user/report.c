@@ -80,7 +80,7 @@ static void md_stage_detail(FILE *out, const struct bind_timeline *t, int s)
 				s == STAGE_ETCD_TXN_RESPONSE || s == STAGE_BIND_RESPONSE
 			    ? "to "
 			    : "from ");
-		fprint_md(out, st->who.raddr);
+		fprint_md(out, endpoint__str(&st->who.remote).s);
 		if (st->stream_id)
 			fprintf(out, ", stream %u", st->stream_id);
 		fputc(')', out);
@@ -445,7 +445,7 @@ static void md_watcher_row(FILE *out, const struct bind_view *view, const struct
 		fputs("—", out);
 	}
 	fputs(" | ", out);
-	fprint_md(out, wa->sent.who.raddr);
+	fprint_md(out, endpoint__str(&wa->sent.who.remote).s);
 	fputs(" | ", out);
 	fprint_md(out, wa->encoding);
 	fputs(" | ", out);

@@ -254,10 +254,10 @@ static void svg_label(const struct bind_timeline *t, const struct bind_leg *l, c
 		snprintf(sub, cap, "%s %s",
 			 l->leg == LEG_WATCH_FANOUT ? "apiserver \xe2\x86\x92" : "\xe2\x86\x92",
 			 who);
-		if (w->sent.who.raddr[0]) {
+		if (w->sent.who.remote.family) {
 			size_t n = strlen(sub);
 
-			snprintf(sub + n, cap - n, " (%s)", w->sent.who.raddr);
+			snprintf(sub + n, cap - n, " (%s)", endpoint__str(&w->sent.who.remote).s);
 		}
 	} else if (leg__from_role(l->leg) == leg__to_role(l->leg)) {
 		snprintf(sub, cap, "in %s", process_role__name(leg__from_role(l->leg)));

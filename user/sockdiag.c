@@ -87,37 +87,65 @@ static int diag_receive(int fd, void (*fn)(const struct inet_diag_msg *m, void *
 	}
 }
 
-struct ports {
-	uint16_t *ports;
-	int n, max;
+struct each {
+	void (*fn)(const struct sockdiag_socket *sock, void *ctx);
+	void *ctx;
 };
 
-static void add_port(const struct inet_diag_msg *m, void *ctx)
+static void endpoint_of(struct endpoint *e, uint8_t family, const __be32 addr[4], __be16 port)
 {
-	struct ports *p = ctx;
-	uint16_t port = ntohs(m->id.idiag_sport);
-
-	for (int i = 0; i < p->n; i++)
-		if (p->ports[i] == port)
-			return;
-	if (p->n < p->max)
-		p->ports[p->n++] = port;
+	endpoint__set(e, family, (const uint8_t *)addr, ntohs(port));
 }
 
-int sockdiag__listening_ports(uint16_t *ports, int max)
+static void each_one(const struct inet_diag_msg *m, void *ctx)
+{
+	struct each *e = ctx;
+	struct sockdiag_socket sock = { .state = m->idiag_state, .inode = m->idiag_inode };
+
+	endpoint_of(&sock.local, m->idiag_family, m->id.idiag_src, m->id.idiag_sport);
+	endpoint_of(&sock.remote, m->idiag_family, m->id.idiag_dst, m->id.idiag_dport);
+	e->fn(&sock, e->ctx);
+}
+
+int sockdiag__each(uint32_t states, void (*fn)(const struct sockdiag_socket *sock, void *ctx),
+		   void *ctx)
 {
 	static const uint8_t families[] = { AF_INET, AF_INET6 };
-	struct ports p = { ports, 0, max };
+	struct each e = { fn, ctx };
 	int fd = diag_open(), err = 0;
 
 	if (fd < 0)
 		return -errno;
 	for (size_t f = 0; f < sizeof(families) && !err; f++) {
-		err = diag_send(fd, families[f], 1u << TCP_STATE_LISTEN, NULL, 1);
+		err = diag_send(fd, families[f], states, NULL, 1);
 		if (!err)
-			err = diag_receive(fd, add_port, &p, 1);
+			err = diag_receive(fd, each_one, &e, 1);
 	}
 	close(fd);
+	return err;
+}
+
+struct ports {
+	uint16_t *ports;
+	int n, max;
+};
+
+static void add_port(const struct sockdiag_socket *sock, void *ctx)
+{
+	struct ports *p = ctx;
+
+	for (int i = 0; i < p->n; i++)
+		if (p->ports[i] == sock->local.port)
+			return;
+	if (p->n < p->max)
+		p->ports[p->n++] = sock->local.port;
+}
+
+int sockdiag__listening_ports(uint16_t *ports, int max)
+{
+	struct ports p = { ports, 0, max };
+	int err = sockdiag__each(SOCKDIAG_LISTEN, add_port, &p);
+
 	return err ? err : p.n;
 }
 
@@ -126,26 +154,39 @@ static void take_inode(const struct inet_diag_msg *m, void *ctx)
 	*(unsigned long *)ctx = m->idiag_inode;
 }
 
-unsigned long sockdiag__inode4(const uint8_t src[4], uint16_t sport, const uint8_t dst[4],
-			       uint16_t dport)
+static unsigned long lookup(uint8_t family, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+			    uint16_t dport)
 {
 	struct inet_diag_sockid id;
 	unsigned long inode = 0;
+	size_t len = family == AF_INET ? 4 : 16;
 	int fd = diag_open();
 
 	if (fd < 0)
 		return 0;
 	memset(&id, 0, sizeof(id));
-	memcpy(&id.idiag_src[0], src, 4);
-	memcpy(&id.idiag_dst[0], dst, 4);
+	memcpy(&id.idiag_src[0], src, len);
+	memcpy(&id.idiag_dst[0], dst, len);
 	id.idiag_sport = htons(sport);
 	id.idiag_dport = htons(dport);
 	id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	if (diag_send(fd, AF_INET, ~0u, &id, 0) == 0)
+	if (diag_send(fd, family, ~0u, &id, 0) == 0)
 		diag_receive(fd, take_inode, &inode, 0);
 	close(fd);
 	return inode;
+}
+
+unsigned long sockdiag__inode(const struct endpoint *local, const struct endpoint *remote)
+{
+	uint8_t l4[4], r4[4];
+
+	/* An IPv4 connection is in the kernel's IPv4 table whatever its sockets' family. */
+	if (endpoint__ipv4(local, l4) && endpoint__ipv4(remote, r4))
+		return lookup(AF_INET, l4, local->port, r4, remote->port);
+	if (local->family == AF_INET6 && remote->family == AF_INET6)
+		return lookup(AF_INET6, local->addr, local->port, remote->addr, remote->port);
+	return 0;
 }
 
 int sockdiag__same_netns(int pid)

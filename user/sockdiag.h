@@ -5,13 +5,29 @@
 
 #include <stdint.h>
 
+#include "endpoint.h"
+
+/* TCP states, as masks for sockdiag__each. */
+#define SOCKDIAG_ESTABLISHED (1u << 1)
+#define SOCKDIAG_LISTEN (1u << 10)
+
+struct sockdiag_socket {
+	struct endpoint local, remote;
+	uint8_t state; /* TCP_ESTABLISHED 1, TCP_LISTEN 10, ... */
+	unsigned long inode;
+};
+
+/* Calls fn for every TCP socket, IPv4 and IPv6, in one of states (a mask). 0 or -errno. */
+int sockdiag__each(uint32_t states, void (*fn)(const struct sockdiag_socket *sock, void *ctx),
+		   void *ctx);
+
 /* The local ports of listening TCP sockets (IPv4 and IPv6), up to max; -errno on failure. */
 int sockdiag__listening_ports(uint16_t *ports, int max);
 
-/* The inode of the TCP socket whose local address is src:sport and remote dst:dport (IPv4,
- * addresses in network order as 4 bytes, ports in host order); 0 when there is none. */
-unsigned long sockdiag__inode4(const uint8_t src[4], uint16_t sport, const uint8_t dst[4],
-			       uint16_t dport);
+/* The inode of the TCP socket whose local end is `local` and remote end `remote`; 0 when there is
+ * none. IPv4 ends may be given as v4-mapped IPv6 ones, and are found whatever the family of the
+ * socket (an IPv4 client of a dual-stack listener is an AF_INET6 socket on one end only). */
+unsigned long sockdiag__inode(const struct endpoint *local, const struct endpoint *remote);
 
 /* Is pid in this process's network namespace (so the two functions above see its sockets)? */
 int sockdiag__same_netns(int pid);

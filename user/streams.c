@@ -45,6 +45,7 @@ struct stream *streams__get(struct streams *s, uint32_t pid, uint64_t conn, uint
 			if (s->count + 1 > s->cap - s->cap / 4)
 				return NULL;
 			st->used = 1;
+			st->pos.started = true; /* at 0 */
 			st->pid = pid;
 			st->conn = conn;
 			st->dir = dir;
@@ -100,19 +101,34 @@ void streams__del(struct streams *s, struct stream *st)
 	}
 }
 
+uint64_t stream_pos__advance(struct stream_pos *pos, uint64_t offset, uint64_t len, uint64_t *seen)
+{
+	uint64_t missed = 0, before = 0;
+
+	if (!pos->started) {
+		pos->started = true;
+		pos->next_offset = offset;
+	}
+	if (offset > pos->next_offset)
+		missed = offset - pos->next_offset;
+	else if (offset < pos->next_offset)
+		before = pos->next_offset - offset < len ? pos->next_offset - offset : len;
+	if (offset + len > pos->next_offset)
+		pos->next_offset = offset + len;
+	if (seen)
+		*seen = before;
+	return missed;
+}
+
 uint64_t stream__advance(struct stream *st, uint64_t offset, uint32_t len)
 {
-	uint64_t missed = 0;
+	uint64_t missed = stream_pos__advance(&st->pos, offset, len, NULL);
 
-	/* BPF numbers each direction from 0 at first sight, so a first event past 0 is a gap too. */
-	if (offset > st->next_offset) {
-		missed = offset - st->next_offset;
+	if (missed) {
 		st->gaps++;
 		st->gap_bytes += missed;
 	}
 	st->events++;
 	st->bytes += len;
-	if (offset + len > st->next_offset)
-		st->next_offset = offset + len;
 	return missed;
 }

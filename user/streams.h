@@ -1,5 +1,5 @@
 /* Per-connection, per-direction byte streams as the capture delivers them: where each one is,
- * and the gaps (dropped or unreadable bytes) between events. */
+ * and the gaps (dropped or unreadable bytes) between events (stream_pos.h). */
 #ifndef BINDTRACE_STREAMS_H
 #define BINDTRACE_STREAMS_H
 
@@ -7,12 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stream_pos.h"
+
 struct stream {
 	uint32_t pid;
 	uint8_t dir;
 	uint8_t used;
 	uint64_t conn;
-	uint64_t next_offset; /* where the next event should start */
+	struct stream_pos pos; /* started at 0: BPF numbers each direction from first sight */
 	uint64_t events;
 	uint64_t bytes;
 	uint64_t gaps;

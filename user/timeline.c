@@ -120,10 +120,12 @@ static void print_watchers(FILE *out, const struct bind_timeline *t, uint64_t t0
 			snprintf(peer, sizeof(peer), "%s pid %d ", wa->sent.who.peer_comm,
 				 wa->sent.who.peer_pid);
 		snprintf(extra, sizeof(extra), "to %s%s (%s%s%.60s) nodeName \"%s\" -> \"%s\"",
-			 peer, wa->sent.who.raddr, wa->encoding, wa->user_agent[0] ? ", " : "",
-			 wa->user_agent, wa->before_known ? wa->node_before : "?", wa->node_after);
+			 peer, endpoint__str(&wa->sent.who.remote).s, wa->encoding,
+			 wa->user_agent[0] ? ", " : "", wa->user_agent,
+			 wa->before_known ? wa->node_before : "?", wa->node_after);
 		print_stage(out, "watch_event_sent", &wa->sent, t0, extra);
-		snprintf(extra, sizeof(extra), "from %s", wa->received.who.raddr);
+		snprintf(extra, sizeof(extra), "from %s",
+			 endpoint__str(&wa->received.who.remote).s);
 		print_stage(out, "watch_event_received", &wa->received, t0, extra);
 	}
 	if (t->watchers_dropped)

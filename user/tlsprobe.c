@@ -183,25 +183,3 @@ void tls_attachment__detach(struct tls_attachment *att)
 	att->links = NULL;
 	att->n_links = 0;
 }
-
-void capture_counters__read(struct capture_bpf *skel, uint64_t out[])
-{
-	int ncpu = libbpf_num_possible_cpus(), i;
-	__u64 *values;
-	__u32 k;
-
-	memset(out, 0, sizeof(uint64_t) * COUNTER_MAX);
-	if (ncpu <= 0)
-		return;
-	values = calloc((size_t)ncpu, sizeof(*values));
-	if (!values)
-		return;
-	for (k = 0; k < COUNTER_MAX; k++) {
-		if (bpf_map__lookup_elem(skel->maps.counters, &k, sizeof(k), values,
-					 sizeof(*values) * (size_t)ncpu, 0))
-			continue;
-		for (i = 0; i < ncpu; i++)
-			out[k] += values[i];
-	}
-	free(values);
-}

@@ -55,7 +55,4 @@ int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf
 				  size_t why_len);
 void tls_attachment__detach(struct tls_attachment *att);
 
-/* The capture programs' per-CPU counters (enum capture_counter), summed over CPUs. */
-void capture_counters__read(struct capture_bpf *skel, uint64_t out[]);
-
 #endif

@@ -3,12 +3,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
+#include <jansson.h>
 
 #include "util.h"
 
@@ -145,32 +147,83 @@ long util__base64_decode(const char *in, size_t n, unsigned char *out)
 	return o;
 }
 
-void util__base64_print(FILE *out, const unsigned char *p, size_t n)
+size_t util__base64_encode(const unsigned char *p, size_t n, char *out)
 {
 	static const char alphabet[] =
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char buf[4096 + 4];
 	size_t i, k = 0;
 
 	for (i = 0; i + 2 < n; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
 
-		buf[k++] = alphabet[v >> 18];
-		buf[k++] = alphabet[(v >> 12) & 63];
-		buf[k++] = alphabet[(v >> 6) & 63];
-		buf[k++] = alphabet[v & 63];
-		if (k >= 4096) {
-			fwrite(buf, 1, k, out);
-			k = 0;
-		}
+		out[k++] = alphabet[v >> 18];
+		out[k++] = alphabet[(v >> 12) & 63];
+		out[k++] = alphabet[(v >> 6) & 63];
+		out[k++] = alphabet[v & 63];
 	}
 	if (i < n) {
 		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
 
-		buf[k++] = alphabet[v >> 18];
-		buf[k++] = alphabet[(v >> 12) & 63];
-		buf[k++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
-		buf[k++] = '=';
+		out[k++] = alphabet[v >> 18];
+		out[k++] = alphabet[(v >> 12) & 63];
+		out[k++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
+		out[k++] = '=';
 	}
-	fwrite(buf, 1, k, out);
+	out[k] = '\0';
+	return k;
+}
+
+/* Bytes in the well-formed UTF-8 sequence at p (1 to 4), 0 when there is none: no overlong
+ * forms, no surrogates, nothing past U+10FFFF (what jansson accepts). */
+static size_t utf8_sequence(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (p[0] == 0xe0)
+		lo = 0xa0;
+	else if (p[0] == 0xed)
+		hi = 0x9f;
+	else if (p[0] == 0xf0)
+		lo = 0x90;
+	else if (p[0] == 0xf4)
+		hi = 0x8f;
+	for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
+		if (p[i] < lo || p[i] > hi)
+			return 0;
+	return n;
+}
+
+json_t *util__json_string(const char *s)
+{
+	size_t len = strlen(s), i = 0, n;
+	char *copy;
+	json_t *j;
+
+	copy = malloc(len + 1);
+	if (!copy)
+		return NULL;
+	while (i < len) {
+		n = utf8_sequence((const unsigned char *)s + i);
+		if (n) {
+			memcpy(copy + i, s + i, n);
+			i += n;
+		} else {
+			copy[i++] = '?';
+		}
+	}
+	copy[len] = '\0';
+	j = json_string(copy);
+	free(copy);
+	return j;
 }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct json_t;
+
 extern bool verbose;
 
 /* Route libbpf's messages to stderr, debug ones only with -v. */
@@ -38,11 +40,17 @@ static inline void util__copy(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
-/* Write n bytes as standard base64 (with padding). */
-void util__base64_print(FILE *out, const unsigned char *p, size_t n);
+/* n bytes as standard base64 (with padding) into out, which has room for 4 * ((n + 2) / 3) + 1
+ * characters; NUL-terminated. Returns the length. */
+size_t util__base64_encode(const unsigned char *p, size_t n, char *out);
 /* Decode n characters of base64 (standard or URL alphabet, padding optional) into out (room for
  * n * 3 / 4 bytes). Returns the length, or -EINVAL at a character outside the alphabet. */
 long util__base64_decode(const char *in, size_t n, unsigned char *out);
+
+/* A JSON string of s (NULL when out of memory): each byte that is not part of well-formed UTF-8
+ * becomes '?' (a process or file name is whatever the traced side chose), rather than jansson
+ * refusing the whole string. */
+struct json_t *util__json_string(const char *s);
 
 /* Parse a number in [min, max]; returns 0 or -EINVAL. */
 int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);

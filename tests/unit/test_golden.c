@@ -1,8 +1,9 @@
 /* The golden test: every recorded capture in tests/fixtures replayed the way the tracer takes in
  * its ring buffer — an actor per connection from the record's pid, comm, addresses and socket,
- * gaps found from the stream offsets (streams.c), one conn_decoder per connection, decoded
- * messages to the outputs and the correlator, etcd's fsyncs (`capture --fsync` records) to both
- * as the tracer's on_fsync hands them, the correlator ticked every 50 ms of capture time
+ * then the tracer's own dispatch (dispatch.c: dispatch__conn, dispatch__data, dispatch__fsync):
+ * one conn_decoder per connection finding the gaps from the stream offsets, decoded messages to
+ * the outputs and the correlator, etcd's fsyncs (`capture --fsync` records) to both, the
+ * correlator ticked every 50 ms of capture time
  * with the tracer's linger — and what every writer made of it compared byte for byte with the
  * committed expectations in tests/golden/FIXTURE/: the human timeline (timeline.txt), --summary
  * (summary.txt), --json (timeline.jsonl), --perfetto (trace.json), --report of one pod
@@ -24,7 +25,6 @@
  * (review them with git diff); otherwise a difference prints where each file first differs and a
  * unified diff (GOLDEN_DIFF_LINES lines per file, default 40), and fails. GOLDEN_KEEP=1 keeps
  * the outputs (in $TMPDIR, else /tmp). */
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +42,8 @@
 #include "check.h"
 #include "correlate.h"
 #include "decode.h"
+#include "dispatch.h"
+#include "endpoint.h"
 #include "message_json.h"
 #include "slurp.h"
 #include "streams.h"
@@ -221,12 +223,11 @@ static int copy_file(const char *from, const char *to)
 	return err;
 }
 
-/* ---- The replay: what trace.c does with each ring buffer event, without BPF ---- */
+/* ---- The replay: each ring buffer event through the tracer's dispatch, without BPF ---- */
 
 struct conn_state {
-	struct actor who;
-	struct conn_decoder *dec;
-	struct replay *r;
+	struct dispatch_conn *conn; /* the dispatch's: actor and decoder */
+	bool seen[2];		    /* a direction's first chunk was fed */
 };
 
 struct replay {
@@ -234,8 +235,8 @@ struct replay {
 	struct correlator *corr;
 	struct trace_outputs *outputs;
 	struct summary *summary;
-	struct streams streams; /* per (pid, conn, dir): gap tracking, as trace.c keeps it */
-	struct streams conns;	/* per (pid, conn): the connection's state */
+	struct dispatch *dispatch;
+	struct streams conns; /* per (pid, conn): the connection's state */
 	FILE *timeline, *json, *messages_out;
 	json_t *recs; /* the fixture's records */
 	int64_t wall_offset_ns;
@@ -244,7 +245,7 @@ struct replay {
 	int n_conns, binds;
 };
 
-/* The stack of the scheduler's bind call, as trace.c's on_call symbolises it from a -trimpath
+/* The stack of the scheduler's bind call, as dispatch.c's run_call symbolises it from a -trimpath
  * build: the probed client-go function, then the line that issued the bind. */
 static const struct frame_line cited_frames[] = {
 	{ 0x1c4a2e0, "k8s.io/client-go/kubernetes/typed/core/v1.(*pods).Bind",
@@ -280,24 +281,22 @@ static void maybe_call(struct replay *r, const struct actor *who, const struct d
 	r->calls++;
 }
 
-static void on_decoded(const struct decoded_msg *m, void *ctx)
+/* The dispatch's tap: every decoded message, before the outputs and the correlator have it. */
+static void on_decoded(const struct actor *who, const struct decoded_msg *m, void *ctx)
 {
-	struct conn_state *cs = ctx;
-
+	struct replay *r = ctx;
 	json_t *j = json_object();
 
 	/* Every decoded message through the message writer the evidence and `decode --json`
 	 * share (message_json.h): what the fixtures without a bind yield. */
-	json_object_set_new(j, "pid", json_integer(cs->who.pid));
-	json_object_set_new(j, "conn", json_integer((json_int_t)cs->who.conn));
+	json_object_set_new(j, "pid", json_integer(who->pid));
+	json_object_set_new(j, "conn", json_integer((json_int_t)who->conn));
 	json_object_set_new(j, "message", message_json__new(m));
-	json_dumpf(j, cs->r->messages_out, JSON_COMPACT);
-	fputc('\n', cs->r->messages_out);
+	json_dumpf(j, r->messages_out, JSON_COMPACT);
+	fputc('\n', r->messages_out);
 	json_decref(j);
-	cs->r->messages++;
-	maybe_call(cs->r, &cs->who, m);
-	trace_outputs__message(cs->r->outputs, &cs->who, m);
-	correlator__message(cs->r->corr, &cs->who, m);
+	r->messages++;
+	maybe_call(r, who, m);
 }
 
 static void on_bind(const struct bind_timeline *t, void *ctx)
@@ -324,28 +323,6 @@ static enum process_role role_of(const char *comm)
 	return ROLE_WATCHER; /* anything else the tracer follows is a watcher it attached to */
 }
 
-/* "1.2.3.4:80" or "[::1]:80" into the data event's binary form. */
-static void parse_addr(const char *s, __u16 *family, __u8 addr[16], __u16 *port)
-{
-	char host[64];
-	const char *colon = s ? strrchr(s, ':') : NULL;
-	size_t n;
-
-	if (!colon)
-		return;
-	n = (size_t)(colon - s);
-	if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {
-		snprintf(host, sizeof(host), "%.*s", (int)(n - 2), s + 1);
-		if (inet_pton(AF_INET6, host, addr) == 1)
-			*family = AF_INET6;
-	} else {
-		snprintf(host, sizeof(host), "%.*s", (int)n, s);
-		if (inet_pton(AF_INET, host, addr) == 1)
-			*family = AF_INET;
-	}
-	*port = (__u16)atoi(colon + 1);
-}
-
 static const char *str_of(json_t *j, const char *key)
 {
 	const char *s = json_string_value(json_object_get(j, key));
@@ -358,37 +335,47 @@ static uint64_t u64_of(json_t *j, const char *key)
 	return (uint64_t)json_integer_value(json_object_get(j, key));
 }
 
-static struct conn_state *conn_of(struct replay *r, json_t *rec, int dir)
+/* A connection as the tracer's dispatch knows it: the actor from the record (the tracer takes
+ * it from its target and the event), which end is the client from the record's "client". */
+static struct conn_state *conn_of(struct replay *r, json_t *rec)
 {
 	uint32_t pid = (uint32_t)u64_of(rec, "pid");
 	uint64_t conn = u64_of(rec, "conn");
 	struct stream *s = streams__get(&r->conns, pid, conn, 0);
-	struct conn_state *cs;
 	const char *client = str_of(rec, "client");
+	struct actor who = { .pid = (pid_t)pid, .conn = conn };
+	struct conn_state *cs;
+	bool made;
 
 	CHECK(s != NULL, "%s: connection table", r->gc->fixture);
 	if (!s)
 		return NULL;
 	if (s->user)
 		return s->user;
+	util__copy(who.comm, sizeof(who.comm), str_of(rec, "comm"));
+	who.role = role_of(who.comm);
+	CHECK(endpoint__parse(str_of(rec, "laddr"), &who.local) == 0 &&
+		  endpoint__parse(str_of(rec, "raddr"), &who.remote) == 0,
+	      "%s: a record's addresses", r->gc->fixture);
 	cs = calloc(1, sizeof(*cs));
-	cs->r = r;
-	cs->who.pid = (pid_t)pid;
-	util__copy(cs->who.comm, sizeof(cs->who.comm), str_of(rec, "comm"));
-	cs->who.role = role_of(cs->who.comm);
-	cs->who.conn = conn;
-	util__copy(cs->who.laddr, sizeof(cs->who.laddr), str_of(rec, "laddr"));
-	util__copy(cs->who.raddr, sizeof(cs->who.raddr), str_of(rec, "raddr"));
-	cs->dec = conn_decoder__new(on_decoded, cs);
+	CHECK(cs != NULL, "%s: out of memory", r->gc->fixture);
+	if (!cs)
+		return NULL;
 	/* The tracer knows which end dialed from its listening ports; a capture says so in
 	 * "client" where it knew. Without it the decoder finds out, as `bindtrace decode` does. */
-	if (!strcmp(client, "local"))
-		conn_decoder__set_client_dir(cs->dec, CONN_DIR_OUT);
-	else if (!strcmp(client, "remote"))
-		conn_decoder__set_client_dir(cs->dec, CONN_DIR_IN);
+	cs->conn = dispatch__conn(r->dispatch, &who,
+				  !strcmp(client, "local")    ? CONN_DIR_OUT
+				  : !strcmp(client, "remote") ? CONN_DIR_IN
+							      : -1,
+				  &made);
+	CHECK(cs->conn != NULL && made, "%s: the dispatch's connection (pid %u, conn %" PRIu64 ")",
+	      r->gc->fixture, pid, conn);
+	if (!cs->conn) {
+		free(cs);
+		return NULL;
+	}
 	s->user = cs;
 	r->n_conns++;
-	(void)dir;
 	return cs;
 }
 
@@ -396,65 +383,61 @@ static void replay__data(struct replay *r, json_t *rec)
 {
 	const char *b64 = str_of(rec, "data");
 	int dir = !strcmp(str_of(rec, "dir"), "in") ? 1 : 0;
-	struct conn_state *cs = conn_of(r, rec, dir);
+	struct conn_state *cs = conn_of(r, rec);
+	const struct actor *who;
 	size_t n = strlen(b64);
 	struct data_event *e = calloc(1, sizeof(*e) + n);
-	struct stream *s;
 	long len;
-	uint64_t missed;
-	bool first;
+	int64_t missed;
 
 	if (!cs || !e) {
 		free(e);
 		return;
 	}
+	who = dispatch_conn__who(cs->conn);
 	len = util__base64_decode(b64, n, e->data);
 	CHECK(len >= 0 && (uint64_t)len == u64_of(rec, "len"), "%s: a record's data (%ld bytes)",
 	      r->gc->fixture, len);
 	if (len < 0)
 		len = 0;
 	e->hdr.type = EVENT_DATA;
-	e->hdr.pid = (__u32)cs->who.pid;
+	e->hdr.pid = (__u32)who->pid;
 	e->hdr.tid = (__u32)u64_of(rec, "tid");
 	e->hdr.ts_ns = u64_of(rec, "ts_ns");
-	util__copy(e->hdr.comm, sizeof(e->hdr.comm), cs->who.comm);
-	e->conn = cs->who.conn;
+	util__copy(e->hdr.comm, sizeof(e->hdr.comm), who->comm);
+	e->conn = who->conn;
 	e->offset = u64_of(rec, "offset");
 	e->len = (__u32)len;
 	e->fd = (__s32)u64_of(rec, "fd");
 	e->dir = (__u8)dir;
 	e->source = !strcmp(str_of(rec, "source"), "syscall") ? SOURCE_SYSCALL : SOURCE_TLS;
-	parse_addr(str_of(rec, "laddr"), &e->family, e->laddr, &e->lport);
-	parse_addr(str_of(rec, "raddr"), &e->family, e->raddr, &e->rport);
+	e->family = who->local.family;
+	memcpy(e->laddr, who->local.addr, sizeof(e->laddr));
+	memcpy(e->raddr, who->remote.addr, sizeof(e->raddr));
+	e->lport = who->local.port;
+	e->rport = who->remote.port;
 	r->data_bytes += e->len;
 
-	/* trace.c's on_data from here. */
-	s = streams__get(&r->streams, e->hdr.pid, e->conn, e->dir);
-	CHECK(s != NULL, "%s: stream table", r->gc->fixture);
-	first = s && !s->events;
-	missed = s ? stream__advance(s, e->offset, e->len) : 0;
-	if (missed) {
-		if (first)
-			r->bytes_before_first += missed;
+	/* dispatch.c's on_data from here: the tracer's own code. */
+	missed = dispatch__data(r->dispatch, cs->conn, e);
+	if (missed > 0) {
+		if (!cs->seen[e->dir])
+			r->bytes_before_first += (uint64_t)missed;
 		else
-			r->gap_bytes_found += missed;
-		conn_decoder__gap(cs->dec, e->dir, missed);
-		correlator__loss(r->corr, cs->who.pid, e->conn, e->hdr.ts_ns);
+			r->gap_bytes_found += (uint64_t)missed;
 	}
-	trace_outputs__data(r->outputs, &cs->who, e);
-	conn_decoder__feed(cs->dec, e->dir, e->offset, e->data, e->len, e->hdr.ts_ns);
+	cs->seen[e->dir] = true;
 	free(e);
 }
 
-/* An fsync or fdatasync of a traced etcd, as `capture --json --fsync` records it: trace.c's
- * on_fsync from here (the tracer asks only etcd for its fsyncs; the file is the one the capture
- * read from /proc/PID/fd, as the tracer does). */
+/* An fsync or fdatasync of a traced etcd, as `capture --json --fsync` records it, to the
+ * dispatch as the tracer's poll loop hands it over (the tracer asks only etcd for its fsyncs; the
+ * file is the one the capture read from /proc/PID/fd, as the tracer does). */
 static void replay__fsync(struct replay *r, json_t *rec)
 {
 	struct fsync_event e = {};
 	struct actor who = { .role = ROLE_ETCD };
 	const char *path = str_of(rec, "file");
-	bool wal = strstr(path, "/member/wal/") != NULL;
 	size_t i;
 	json_t *other;
 
@@ -479,8 +462,7 @@ static void replay__fsync(struct replay *r, json_t *rec)
 	e.fd = (__s32)u64_of(rec, "fd");
 	e.datasync = !strcmp(str_of(rec, "event"), "fdatasync");
 	r->fsyncs++;
-	trace_outputs__fsync(r->outputs, &who, &e, path);
-	correlator__fsync(r->corr, &who, e.start_ns, e.hdr.ts_ns, wal, e.ret);
+	dispatch__fsync(r->dispatch, &who, &e, path);
 }
 
 static json_t *fixture__load(const char *path)
@@ -570,6 +552,8 @@ static int replay__run(const struct golden_case *gc, const char *out)
 	struct correlator_options copt = {};
 	struct trace_options opt = {};
 	struct replay r = { .gc = gc };
+	/* No targets, sockets or watchers: the replay names each connection itself (conn_of). */
+	struct dispatch_deps deps = { .tap = on_decoded };
 	uint64_t next_tick = 0, last_ts = 0;
 	json_t *recs, *rec;
 	size_t i;
@@ -617,17 +601,21 @@ static int replay__run(const struct golden_case *gc, const char *out)
 	r.outputs = trace_outputs__new(&opt, r.wall_offset_ns);
 	r.corr = correlator__new(&copt, on_bind, &r);
 	r.summary = summary__new();
+	deps.corr = r.corr;
+	deps.outputs = r.outputs;
+	deps.tap_ctx = &r;
+	r.dispatch = r.corr && r.outputs ? dispatch__new(&deps) : NULL;
 	join(path, out, "timeline.txt");
 	r.timeline = fopen(path, "w");
 	join(path, out, "timeline.jsonl");
 	r.json = fopen(path, "w");
 	join(path, out, "messages.jsonl");
 	r.messages_out = fopen(path, "w");
-	CHECK(r.outputs && r.corr && r.summary && r.timeline && r.json && r.messages_out &&
-		  !streams__init(&r.streams, 1024) && !streams__init(&r.conns, 512),
+	CHECK(r.outputs && r.corr && r.summary && r.dispatch && r.timeline && r.json &&
+		  r.messages_out && !streams__init(&r.conns, 512),
 	      "%s: replay set up", gc->fixture);
-	if (!r.outputs || !r.corr || !r.summary || !r.timeline || !r.json || !r.messages_out ||
-	    !r.streams.slots || !r.conns.slots)
+	if (!r.outputs || !r.corr || !r.summary || !r.dispatch || !r.timeline || !r.json ||
+	    !r.messages_out || !r.conns.slots)
 		goto cleanup;
 	r.recs = recs;
 	register_identities(&r, recs);
@@ -644,7 +632,7 @@ static int replay__run(const struct golden_case *gc, const char *out)
 		last_ts = ts > last_ts ? ts : last_ts;
 		/* A gap the capture noted: the tracer finds it from the next event's offset, and
 		 * so does the replay (checked equal below). A stream whose first event is past 0
-		 * is one whose start was lost, for the tracer too (streams.c). */
+		 * is one whose start was lost, for the tracer too (stream_pos.h). */
 		if (json_is_integer(json_object_get(rec, "gap")))
 			r.gap_bytes_recorded += u64_of(rec, "gap");
 		else if (json_is_string(json_object_get(rec, "data")))
@@ -675,16 +663,10 @@ static int replay__run(const struct golden_case *gc, const char *out)
 	CHECK_INT(write_replay_counts(&r, path), 0);
 
 cleanup:
-	for (i = 0; r.conns.slots && i < r.conns.cap; i++) {
-		struct conn_state *cs = r.conns.slots[i].user;
-
-		if (cs) {
-			conn_decoder__free(cs->dec);
-			free(cs);
-		}
-	}
-	streams__free(&r.streams);
+	for (i = 0; r.conns.slots && i < r.conns.cap; i++)
+		free(r.conns.slots[i].user);
 	streams__free(&r.conns);
+	dispatch__free(r.dispatch);
 	if (r.timeline)
 		fclose(r.timeline);
 	if (r.json)

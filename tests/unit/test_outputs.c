@@ -88,8 +88,8 @@ static struct actor actor(pid_t pid, const char *comm, enum process_role role, u
 	struct actor a = { .pid = pid, .role = role, .conn = conn };
 
 	snprintf(a.comm, sizeof(a.comm), "%s", comm);
-	snprintf(a.laddr, sizeof(a.laddr), "%s", laddr);
-	snprintf(a.raddr, sizeof(a.raddr), "%s", raddr);
+	CHECK(endpoint__parse(laddr, &a.local) == 0, "local address %s", laddr);
+	CHECK(endpoint__parse(raddr, &a.remote) == 0, "remote address %s", raddr);
 	return a;
 }
 

@@ -1,0 +1,324 @@
+/* The correlator joins the two ends of a connection by their addresses: one bind is played
+ * through it, stage by stage as the decoders would hand it over, over IPv6 loopback, over IPv6
+ * addresses that differ only in their middle groups, and over a dual-stack etcd and apiserver
+ * that see their IPv4 peers as v4-mapped addresses. Each run also holds a decoy: etcd reading a
+ * Txn of the same pod on the same HTTP/2 stream id of another connection, and another watcher
+ * reading the same event on the same stream id, both seen first; only the addresses tell them
+ * apart. A run whose two ends do not match (IPv4 against ::1) must leave etcd's stages missing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "correlate.h"
+#include "endpoint.h"
+#include "timeline.h"
+
+#define US 1000ull
+#define B 1000000000000ull
+#define POD_PATH "/api/v1/namespaces/default/pods/web-0/binding"
+#define POD_KEY "/registry/pods/default/web-0"
+#define REVISION 1234
+
+/* Every connection of the bind, each end as its own process sees it: "local remote". */
+struct addresses {
+	const char *name;
+	const char *scheduler, *apiserver_in;	     /* the bind request's connection */
+	const char *apiserver_etcd, *etcd_in;	     /* the apiserver's Txn connection */
+	const char *etcd_decoy;			     /* etcd's end of another connection */
+	const char *apiserver_watch;		     /* the apiserver's watch of etcd */
+	const char *apiserver_watcher, *watcher_end; /* a pod watch, both ends */
+	const char *watcher_decoy;		     /* another watcher's end */
+	bool etcd_matches;			     /* the Txn's two ends are one connection */
+};
+
+static const struct addresses runs[] = {
+	{
+	    .name = "IPv6 loopback",
+	    .scheduler = "[::1]:50000 [::1]:6443",
+	    .apiserver_in = "[::1]:6443 [::1]:50000",
+	    .apiserver_etcd = "[::1]:51000 [::1]:2379",
+	    .etcd_in = "[::1]:2379 [::1]:51000",
+	    .etcd_decoy = "[::1]:2379 [::1]:51001",
+	    .apiserver_watch = "[::1]:51002 [::1]:2379",
+	    .apiserver_watcher = "[::1]:6443 [::1]:46000",
+	    .watcher_end = "[::1]:46000 [::1]:6443",
+	    .watcher_decoy = "[::1]:46001 [::1]:6443",
+	    .etcd_matches = true,
+	},
+	{
+	    /* Equal first and last groups and ports: only the middle tells the decoys apart. */
+	    .name = "IPv6, middle groups",
+	    .scheduler = "[fd00::5:1]:50000 [fd00::1:1]:6443",
+	    .apiserver_in = "[fd00::1:1]:6443 [fd00::5:1]:50000",
+	    .apiserver_etcd = "[fd00::1:1]:51000 [fd00::e:1]:2379",
+	    .etcd_in = "[fd00::e:1]:2379 [fd00::1:1]:51000",
+	    .etcd_decoy = "[fd00::e:1]:2379 [fd00::2:1]:51000",
+	    .apiserver_watch = "[fd00::1:1]:51002 [fd00::e:1]:2379",
+	    .apiserver_watcher = "[fd00::1:1]:6443 [fd00::7:1]:46000",
+	    .watcher_end = "[fd00::7:1]:46000 [fd00::1:1]:6443",
+	    .watcher_decoy = "[fd00::8:1]:46000 [fd00::1:1]:6443",
+	    .etcd_matches = true,
+	},
+	{
+	    /* Dual-stack listeners (etcd, the apiserver) see IPv4 clients as ::ffff:a.b.c.d. */
+	    .name = "v4-mapped",
+	    .scheduler = "127.0.0.1:50000 127.0.0.1:6443",
+	    .apiserver_in = "[::ffff:127.0.0.1]:6443 [::ffff:127.0.0.1]:50000",
+	    .apiserver_etcd = "127.0.0.1:51000 127.0.0.1:2379",
+	    .etcd_in = "[::ffff:127.0.0.1]:2379 [::ffff:127.0.0.1]:51000",
+	    .etcd_decoy = "[::ffff:127.0.0.2]:2379 [::ffff:127.0.0.1]:51000",
+	    .apiserver_watch = "127.0.0.1:51002 127.0.0.1:2379",
+	    .apiserver_watcher = "[::ffff:127.0.0.1]:6443 [::ffff:127.0.0.1]:46000",
+	    .watcher_end = "127.0.0.1:46000 127.0.0.1:6443",
+	    .watcher_decoy = "127.0.0.1:46001 127.0.0.1:6443",
+	    .etcd_matches = true,
+	},
+	{
+	    /* 127.0.0.1 is not ::1: etcd's end is another connection. */
+	    .name = "IPv4 against ::1",
+	    .scheduler = "127.0.0.1:50000 127.0.0.1:6443",
+	    .apiserver_in = "127.0.0.1:6443 127.0.0.1:50000",
+	    .apiserver_etcd = "127.0.0.1:51000 127.0.0.1:2379",
+	    .etcd_in = "[::1]:2379 [::1]:51000",
+	    .etcd_decoy = "[::1]:2379 [::1]:51001",
+	    .apiserver_watch = "127.0.0.1:51002 127.0.0.1:2379",
+	    .apiserver_watcher = "127.0.0.1:6443 127.0.0.1:46000",
+	    .watcher_end = "127.0.0.1:46000 127.0.0.1:6443",
+	    .watcher_decoy = "127.0.0.1:46001 127.0.0.1:6443",
+	    .etcd_matches = false,
+	},
+};
+
+static struct actor actor(pid_t pid, const char *comm, enum process_role role, uint64_t conn,
+			  const char *ends)
+{
+	struct actor a = { .pid = pid, .role = role, .conn = conn };
+	char local[ENDPOINT_STRLEN] = "", remote[ENDPOINT_STRLEN] = "";
+
+	snprintf(a.comm, sizeof(a.comm), "%s", comm);
+	CHECK(sscanf(ends, "%55s %55s", local, remote) == 2, "two ends in \"%s\"", ends);
+	CHECK(endpoint__parse(local, &a.local) == 0, "local %s", local);
+	CHECK(endpoint__parse(remote, &a.remote) == 0, "remote %s", remote);
+	return a;
+}
+
+static struct decoded_msg msg;
+
+static struct decoded_msg *message(enum decoded_kind kind, enum conn_dir dir, uint32_t stream,
+				   uint64_t first_us, uint64_t last_us)
+{
+	memset(&msg, 0, sizeof(msg));
+	msg.kind = kind;
+	msg.proto = CONN_PROTO_H2;
+	msg.dir = dir;
+	msg.stream_id = stream;
+	msg.ts_first_ns = B + first_us * US;
+	msg.ts_last_ns = B + last_us * US;
+	msg.http.grpc_status = -1;
+	return &msg;
+}
+
+static void binding(struct correlator *c, const struct actor *who, enum decoded_kind kind,
+		    enum conn_dir dir, uint64_t first_us, uint64_t last_us)
+{
+	struct decoded_msg *m = message(kind, dir, 3, first_us, last_us);
+
+	snprintf(m->http.method, sizeof(m->http.method), "POST");
+	snprintf(m->http.path, sizeof(m->http.path), POD_PATH);
+	m->body_kind = BODY_K8S;
+	if (kind == DECODED_REQUEST) {
+		m->body.k8s.kind = K8S_KIND_BINDING;
+		snprintf(m->body.k8s.meta.uid, sizeof(m->body.k8s.meta.uid),
+			 "7c9e6679-7425-40de-944b-e07fc1f90ae7");
+		snprintf(m->body.k8s.binding.target_name, sizeof(m->body.k8s.binding.target_name),
+			 "node-1");
+	} else {
+		m->http.status = 201;
+		m->body.k8s.kind = K8S_KIND_STATUS;
+		m->body.k8s.status.code = 201;
+		snprintf(m->body.k8s.status.status, sizeof(m->body.k8s.status.status), "Success");
+	}
+	correlator__message(c, who, m);
+}
+
+static void txn(struct correlator *c, const struct actor *who, enum conn_dir dir, uint64_t first_us,
+		uint64_t last_us)
+{
+	struct decoded_msg *m = message(DECODED_GRPC_REQUEST, dir, 7, first_us, last_us);
+	struct etcd_txn *t = &m->body.txn;
+
+	m->body_kind = BODY_ETCD_TXN;
+	snprintf(t->compare_key, sizeof(t->compare_key), POD_KEY);
+	t->compare_revision = REVISION - 10;
+	t->has_put = true;
+	snprintf(t->put.key, sizeof(t->put.key), POD_KEY);
+	t->put.value.kind = K8S_KIND_POD;
+	snprintf(t->put.value.pod.node_name, sizeof(t->put.value.pod.node_name), "node-1");
+	correlator__message(c, who, m);
+}
+
+static void txn_response(struct correlator *c, const struct actor *who, enum conn_dir dir,
+			 uint64_t first_us, uint64_t last_us)
+{
+	struct decoded_msg *m = message(DECODED_GRPC_RESPONSE, dir, 7, first_us, last_us);
+
+	m->body_kind = BODY_ETCD_TXN_RESPONSE;
+	m->body.txn_response.header.revision = REVISION;
+	m->body.txn_response.succeeded = true;
+	correlator__message(c, who, m);
+}
+
+static void etcd_watch(struct correlator *c, const struct actor *who, uint64_t first_us,
+		       uint64_t last_us)
+{
+	struct decoded_msg *m =
+	    message(DECODED_ETCD_WATCH_EVENT, CONN_DIR_IN, 5, first_us, last_us);
+	struct etcd_watch_event *ev = &m->body.etcd_watch.event;
+
+	m->body_kind = BODY_ETCD_WATCH_EVENT;
+	snprintf(ev->kv.key, sizeof(ev->kv.key), POD_KEY);
+	ev->kv.mod_revision = REVISION;
+	ev->kv.value.kind = K8S_KIND_POD;
+	snprintf(ev->kv.value.pod.node_name, sizeof(ev->kv.value.pod.node_name), "node-1");
+	ev->has_prev_kv = true;
+	correlator__message(c, who, m);
+}
+
+static void watch_event(struct correlator *c, const struct actor *who, enum conn_dir dir,
+			uint64_t first_us, uint64_t last_us)
+{
+	struct decoded_msg *m = message(DECODED_WATCH_EVENT, dir, 1, first_us, last_us);
+	struct k8s_object *o = &m->body.watch.object;
+
+	m->body_kind = BODY_K8S_WATCH_EVENT;
+	snprintf(m->body.watch.type, sizeof(m->body.watch.type), "MODIFIED");
+	o->kind = K8S_KIND_POD;
+	o->encoding = K8S_ENCODING_PROTOBUF;
+	snprintf(o->meta.namespace, sizeof(o->meta.namespace), "default");
+	snprintf(o->meta.name, sizeof(o->meta.name), "web-0");
+	snprintf(o->meta.resource_version, sizeof(o->meta.resource_version), "%d", REVISION);
+	snprintf(o->pod.node_name, sizeof(o->pod.node_name), "node-1");
+	correlator__message(c, who, m);
+}
+
+struct result {
+	int binds;
+	struct bind_timeline t;
+	char json[16384];
+};
+
+static void on_bind(const struct bind_timeline *t, void *ctx)
+{
+	struct result *r = ctx;
+	FILE *f = fmemopen(r->json, sizeof(r->json) - 1, "w");
+	struct bind_view view;
+
+	r->binds++;
+	r->t = *t;
+	if (f) {
+		bind_view__init(&view, t, 0);
+		timeline__print_json(f, &view);
+		fclose(f);
+	}
+}
+
+/* The whole bind, in the order the tracer would see it, decoys first. */
+static void play(struct correlator *c, const struct addresses *a)
+{
+	struct actor sched = actor(812, "kube-scheduler", ROLE_SCHEDULER, 1001, a->scheduler),
+		     api_in = actor(640, "kube-apiserver", ROLE_APISERVER, 2001, a->apiserver_in),
+		     api_etcd =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2002, a->apiserver_etcd),
+		     api_watch =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2003, a->apiserver_watch),
+		     api_watcher =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2102, a->apiserver_watcher),
+		     etcd_in = actor(590, "etcd", ROLE_ETCD, 3001, a->etcd_in),
+		     etcd_decoy = actor(590, "etcd", ROLE_ETCD, 3002, a->etcd_decoy),
+		     watcher = actor(7000, "kubectl", ROLE_WATCHER, 4001, a->watcher_end),
+		     watcher_decoy = actor(7001, "kubectl", ROLE_WATCHER, 4002, a->watcher_decoy),
+		     etcd_fs = { .pid = 590, .comm = "etcd", .role = ROLE_ETCD };
+
+	binding(c, &sched, DECODED_REQUEST, CONN_DIR_OUT, 0, 20);
+	binding(c, &api_in, DECODED_REQUEST, CONN_DIR_IN, 100, 400);
+	txn(c, &api_etcd, CONN_DIR_OUT, 500, 520);
+	txn(c, &etcd_decoy, CONN_DIR_IN, 550, 560);
+	txn_response(c, &etcd_decoy, CONN_DIR_OUT, 870, 880);
+	txn(c, &etcd_in, CONN_DIR_IN, 600, 620);
+	correlator__fsync(c, &etcd_fs, B + 650 * US, B + 850 * US, true, 0);
+	txn_response(c, &etcd_in, CONN_DIR_OUT, 900, 910);
+	txn_response(c, &api_etcd, CONN_DIR_IN, 950, 960);
+	etcd_watch(c, &api_watch, 1000, 1010);
+	binding(c, &api_in, DECODED_RESPONSE, CONN_DIR_OUT, 1100, 1120);
+	binding(c, &sched, DECODED_RESPONSE, CONN_DIR_IN, 1200, 1220);
+	watch_event(c, &api_watcher, CONN_DIR_OUT, 1300, 1310);
+	watch_event(c, &watcher_decoy, CONN_DIR_IN, 1350, 1360);
+	watch_event(c, &watcher, CONN_DIR_IN, 1400, 1410);
+}
+
+static void check_run(const struct addresses *a)
+{
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+	};
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = correlator__new(&opt, on_bind, r);
+	const struct bind_timeline *t = &r->t;
+	char want[128];
+	int s;
+
+	CHECK(r && c, "%s: correlator", a->name);
+	if (!r || !c)
+		goto out;
+	play(c, a);
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1, "%s: one bind, got %d", a->name, r->binds);
+	CHECK(t->result == BIND_RESULT_BOUND, "%s: bound (%s)", a->name,
+	      bind_result__name(t->result));
+	CHECK_INT(t->revision, REVISION);
+	if (!a->etcd_matches) {
+		CHECK(!t->stages[STAGE_ETCD_TXN_RECEIVED].seen, "%s: no etcd end", a->name);
+		CHECK(!t->stages[STAGE_ETCD_TXN_RESPONSE].seen &&
+			  !t->stages[STAGE_ETCD_WAL_FSYNC].seen,
+		      "%s: nor what follows from it", a->name);
+		CHECK(t->missing == 3, "%s: 3 missing stages, got %d", a->name, t->missing);
+		goto out;
+	}
+	for (s = 0; s < STAGE_MAX; s++)
+		CHECK(t->stages[s].seen, "%s: %s seen (%s)", a->name, stage__name(s),
+		      t->stages[s].missing);
+	CHECK(t->missing == 0, "%s: nothing missing, got %d", a->name, t->missing);
+	CHECK(t->stages[STAGE_ETCD_TXN_RECEIVED].who.conn == 3001 &&
+		  t->stages[STAGE_ETCD_TXN_RESPONSE].who.conn == 3001,
+	      "%s: etcd's end of the apiserver's connection, not the decoy (conn %llu)", a->name,
+	      (unsigned long long)t->stages[STAGE_ETCD_TXN_RECEIVED].who.conn);
+	CHECK(t->stages[STAGE_ETCD_WAL_FSYNC].mono_ns == B + 650 * US, "%s: the WAL fsync",
+	      a->name);
+	CHECK(t->n_watchers == 1, "%s: one watcher, got %d", a->name, t->n_watchers);
+	CHECK(t->watchers[0].received.seen && t->watchers[0].received.who.conn == 4001,
+	      "%s: the watcher's own end received it, not the decoy (conn %llu)", a->name,
+	      (unsigned long long)t->watchers[0].received.who.conn);
+	/* The JSON prints each end with the one formatter. */
+	snprintf(want, sizeof(want), "\"laddr\":\"%.*s\"", (int)strcspn(a->scheduler, " "),
+		 a->scheduler);
+	CHECK(strstr(r->json, want) != NULL, "%s: %s in the JSON", a->name, want);
+	snprintf(want, sizeof(want), "\"raddr\":\"%s\"", strchr(a->apiserver_in, ' ') + 1);
+	CHECK(strstr(r->json, want) != NULL, "%s: %s in the JSON", a->name, want);
+out:
+	correlator__free(c);
+	free(r);
+}
+
+int main(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++)
+		check_run(&runs[i]);
+	return check_summary("correlate");
+}

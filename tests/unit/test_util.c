@@ -1,0 +1,78 @@
+/* util: base64 written and read back over every length and byte value; JSON strings made of
+ * whatever bytes a traced process chose (its name, a file name) stay valid UTF-8, keeping what
+ * was well-formed. */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "util.h"
+
+static void check_base64(void)
+{
+	static const struct {
+		const char *in, *out;
+	} vectors[] = { /* RFC 4648, section 10 */
+			{ "", "" },
+			{ "f", "Zg==" },
+			{ "fo", "Zm8=" },
+			{ "foo", "Zm9v" },
+			{ "foob", "Zm9vYg==" },
+			{ "fooba", "Zm9vYmE=" },
+			{ "foobar", "Zm9vYmFy" }
+	};
+	unsigned char bytes[300], back[300];
+	char text[404];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		n = util__base64_encode((const unsigned char *)vectors[i].in, strlen(vectors[i].in),
+					text);
+		CHECK(strcmp(text, vectors[i].out) == 0, "\"%s\": %s", vectors[i].in, text);
+		CHECK_INT(n, strlen(vectors[i].out));
+	}
+	for (i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)(i * 7 + 3);
+	for (n = 0; n <= sizeof(bytes); n++) {
+		size_t len = util__base64_encode(bytes, n, text);
+		long got = util__base64_decode(text, len, back);
+
+		CHECK(len == 4 * ((n + 2) / 3) && got == (long)n && memcmp(back, bytes, n) == 0,
+		      "%zu bytes round trip", n);
+	}
+}
+
+static void check_json_string(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "kube-apiserver", "kube-apiserver" },
+		{ "caf\xc3\xa9", "caf\xc3\xa9" }, /* é, well-formed: kept */
+		{ "a\xff"
+		  "b",
+		  "a?b" },			/* not UTF-8 at all */
+		{ "\xc3", "?" },		/* cut short */
+		{ "\xc0\xaf", "??" },		/* overlong '/' */
+		{ "\xed\xa0\x80", "???" },	/* a surrogate */
+		{ "\xf4\x90\x80\x80", "????" }, /* past U+10FFFF */
+		{ "\xf0\x9f\x98\x80 \xe2\x82",
+		  "\xf0\x9f\x98\x80 ??" }, /* an emoji, then a cut one */
+		{ "/var/lib/etcd/member/wal/\x80.wal", "/var/lib/etcd/member/wal/?.wal" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *j = util__json_string(cases[i].in);
+
+		CHECK(j != NULL, "case %zu: a string", i);
+		CHECK_STR(json_string_value(j), cases[i].out);
+		json_decref(j);
+	}
+}
+
+int main(void)
+{
+	check_base64();
+	check_json_string();
+	return check_summary("util");
+}

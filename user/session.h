@@ -1,0 +1,81 @@
+/* One tracing session over the capture BPF object, for `bindtrace` (trace) and `capture` alike:
+ * open it, size its ring buffer, load it, attach its tracepoints, read its ring buffer until
+ * stopped, sum its counters, and tear it all down.
+ *
+ * One rule for the tracepoints: every tracepoint program of the object is attached. What they
+ * emit is chosen by the maps (targets, fsync_targets: session__add_target) and the options below,
+ * never by leaving some unattached. The uprobes (crypto/tls, the scheduler's bind call) are
+ * attached by their owners (tlsprobe, targets) on session__bpf() and must be closed before
+ * session__close().
+ *
+ * The ring buffer wakes the reader once an eighth of it is waiting and is read at least every
+ * SESSION_POLL_MS otherwise; every event carries its own kernel timestamp. Records are checked
+ * (size, payload length) before a handler sees them. Handlers run inside the ring buffer's
+ * callback: they record and decode; anything that can block belongs in `between`, which runs
+ * after each read. Records that arrive before session__run wait in the ring. */
+#ifndef BINDTRACE_SESSION_H
+#define BINDTRACE_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "events.h"
+
+#define SESSION_POLL_MS 10
+
+struct capture_bpf;
+
+struct session_options {
+	const char *name;	     /* starts each error line: "bindtrace", "bindtrace: capture" */
+	unsigned long ringbuf_bytes; /* a power of two >= 4096 */
+	bool uprobe_any_pid;	     /* TLS uprobes attached for pid -1 take every process */
+	bool no_syscall_data;	     /* syscall programs emit no plaintext TCP (TLS only) */
+};
+
+/* Called for each record of their type (NULL: ignored); the record lives only for the call.
+ * between(between_ctx, now_ns) is called after each read of the ring buffer, outside its
+ * callback. */
+struct session_handlers {
+	void (*data)(void *ctx, const struct data_event *e); /* e->len bytes follow */
+	void (*fsync)(void *ctx, const struct fsync_event *e);
+	void (*call)(void *ctx, const struct call_event *e);
+	void *ctx;
+	void (*between)(void *between_ctx, uint64_t now_ns);
+	/* SIGHUP, after the read it came in (NULL: SIGHUP keeps its default action). */
+	void (*hangup)(void *between_ctx);
+	void *between_ctx;
+};
+
+struct session;
+
+/* Mounts tracefs if needed, opens and loads the object, attaches its tracepoints and sets up the
+ * ring buffer. NULL after a one-line error on stderr. The tracepoints (etcd's fsyncs among them)
+ * are attached here, before the caller attaches any target: they see only the pids put in the
+ * targets maps, and a bind met once its scheduler is probed must find its WAL fsync probed too
+ * (attached after the targets, the binds of the first moments lacked it: "not observed"). */
+struct session *session__open(const struct session_options *opt);
+/* The loaded object, for attaching uprobes to its programs. */
+struct capture_bpf *session__bpf(struct session *s);
+
+/* pid's syscalls are captured (and its fsyncs timed, with fsync) from now on. 0 or -errno. */
+int session__add_target(struct session *s, pid_t pid, bool fsync);
+void session__remove_target(struct session *s, pid_t pid);
+
+/* Reads the ring buffer into the handlers until SIGINT or SIGTERM, session__stop(), or the
+ * CLOCK_MONOTONIC deadline (0: none); then reads what is left. 0, or a negative errno after a
+ * one-line error when the ring buffer fails. */
+int session__run(struct session *s, const struct session_handlers *handlers, uint64_t deadline_ns);
+/* Ends session__run after its current step (from a handler or `between`). */
+void session__stop(struct session *s);
+
+/* Records read so far. */
+uint64_t session__events(const struct session *s);
+/* The BPF programs' counters (enum capture_counter), summed over CPUs. */
+void session__counters(struct session *s, uint64_t out[COUNTER_MAX]);
+
+/* Detaches the tracepoints and frees everything; NULL is fine. */
+void session__close(struct session *s);
+
+#endif

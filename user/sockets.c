@@ -1,0 +1,461 @@
+/* The traced processes' sockets and descriptors, from sock_diag and /proc: see sockets.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sockdiag.h"
+#include "sockets.h"
+#include "util.h"
+
+#define MAX_NETNS 8
+#define MAX_TRACKED 64
+#define MAX_PORTS 512
+#define LISTEN_REFRESH_NS 1000000000ull
+#define OWNERS_FRESH_NS 100000000ull
+#define FD_CACHE 64
+#define TCP_ESTABLISHED 1
+#define TCP_LISTEN 10
+
+/* The listening ports of one network namespace. */
+struct listen_table {
+	uint64_t netns; /* inode of /proc/PID/ns/net; 0: slot unused */
+	bool ours;	/* our own namespace: sock_diag answers for it */
+	uint64_t read_ns;
+	uint16_t ports[MAX_PORTS];
+	int n;
+};
+
+struct tracked {
+	pid_t pid; /* 0: slot unused */
+	int table;
+};
+
+struct owner {
+	uint64_t inode;
+	pid_t pid;
+};
+
+struct sockets {
+	uint64_t own_netns;
+	struct listen_table tables[MAX_NETNS];
+	struct tracked tracked[MAX_TRACKED];
+	struct owner *owners; /* sorted by inode */
+	size_t n_owners;
+	uint64_t owners_ns; /* when built; 0: never */
+	struct {
+		pid_t pid;
+		int fd;
+		char path[256];
+	} fd_cache[FD_CACHE];
+};
+
+static uint64_t netns_of(const char *pid_dir)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/ns/net", pid_dir);
+	return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+struct sockets *sockets__new(void)
+{
+	struct sockets *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->own_netns = netns_of("/proc/self");
+	return s;
+}
+
+void sockets__free(struct sockets *s)
+{
+	if (!s)
+		return;
+	free(s->owners);
+	free(s);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ---- /proc, each read in one place ---- */
+
+uint64_t *sockets__open_inodes(pid_t pid, size_t *n)
+{
+	char path[64], link[64];
+	uint64_t *inos = NULL, ino;
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	d = opendir(path);
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		char fdpath[64 + sizeof(de->d_name)];
+		ssize_t len;
+
+		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
+		len = readlink(fdpath, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (sscanf(link, "socket:[%llu]", (unsigned long long *)&ino) != 1)
+			continue;
+		if (*n == cap) {
+			uint64_t *more = realloc(inos, (cap ? cap * 2 : 256) * sizeof(*inos));
+
+			if (!more)
+				break;
+			inos = more;
+			cap = cap ? cap * 2 : 256;
+		}
+		inos[(*n)++] = ino;
+	}
+	closedir(d);
+	if (*n)
+		qsort(inos, *n, sizeof(*inos), cmp_u64);
+	return inos;
+}
+
+/* "0100007F" or 32 hex digits as /proc/net/tcp* prints them: 32-bit words in host order. */
+static bool proc_address(const char *hex, uint8_t *out, size_t len)
+{
+	size_t i;
+
+	if (strlen(hex) != len * 2)
+		return false;
+	for (i = 0; i < len; i += 4) {
+		char word[9];
+		uint32_t v;
+
+		memcpy(word, hex + i * 2, 8);
+		word[8] = '\0';
+		v = (uint32_t)strtoul(word, NULL, 16);
+		memcpy(out + i, &v, 4);
+	}
+	return true;
+}
+
+/* The sockets in one of states of /proc/PID/net/tcp and tcp6: pid's network namespace. */
+static void proc_tcp_each(pid_t pid, uint32_t states,
+			  void (*fn)(const struct sockdiag_socket *sock, void *ctx), void *ctx)
+{
+	static const struct {
+		const char *file;
+		uint16_t family;
+		size_t len;
+	} tables[] = { { "tcp", AF_INET, 4 }, { "tcp6", AF_INET6, 16 } };
+	char path[64], line[512], local[40], remote[40];
+	unsigned int lport, rport, state;
+	size_t t;
+	FILE *in;
+
+	for (t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", pid, tables[t].file);
+		in = fopen(path, "r");
+		if (!in)
+			continue;
+		while (fgets(line, sizeof(line), in)) {
+			struct sockdiag_socket sock = { 0 };
+			uint8_t la[16] = { 0 }, ra[16] = { 0 };
+
+			/* "  0: 0100007F:5CE6 00000000:0000 0A ... uid timeout inode" */
+			if (sscanf(
+				line,
+				" %*d: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %x %*s %*s %*s %*u %*u "
+				"%lu",
+				local, &lport, remote, &rport, &state, &sock.inode) != 6 ||
+			    state > 31 || !(states & (1u << state)) ||
+			    !proc_address(local, la, tables[t].len) ||
+			    !proc_address(remote, ra, tables[t].len))
+				continue;
+			endpoint__set(&sock.local, tables[t].family, la, (uint16_t)lport);
+			endpoint__set(&sock.remote, tables[t].family, ra, (uint16_t)rport);
+			sock.state = (uint8_t)state;
+			fn(&sock, ctx);
+		}
+		fclose(in);
+	}
+}
+
+/* The TCP sockets in one of states of a namespace: sock_diag in ours (the kernel filters; a
+ * /proc table lists every socket, thousands in TIME_WAIT on a busy node), /proc through pid in
+ * another. */
+static void tcp_each(bool ours, pid_t pid, uint32_t states,
+		     void (*fn)(const struct sockdiag_socket *sock, void *ctx), void *ctx)
+{
+	if (!ours || sockdiag__each(states, fn, ctx) != 0)
+		proc_tcp_each(pid, states, fn, ctx);
+}
+
+/* ---- Listening ports, per namespace ---- */
+
+static void add_port(const struct sockdiag_socket *sock, void *ctx)
+{
+	struct listen_table *t = ctx;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->ports[i] == sock->local.port)
+			return;
+	if (t->n < MAX_PORTS)
+		t->ports[t->n++] = sock->local.port;
+}
+
+static void read_listening(struct listen_table *t, pid_t pid)
+{
+	t->n = 0;
+	t->read_ns = util__monotonic_ns();
+	tcp_each(t->ours, pid, SOCKDIAG_LISTEN, add_port, t);
+}
+
+static int table_of(struct sockets *s, uint64_t netns)
+{
+	int i, free_slot = -1;
+
+	for (i = 0; i < MAX_NETNS; i++) {
+		if (s->tables[i].netns == netns)
+			return i;
+		if (!s->tables[i].netns && free_slot < 0)
+			free_slot = i;
+	}
+	return free_slot;
+}
+
+static const struct tracked *tracked_of(const struct sockets *s, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < MAX_TRACKED; i++)
+		if (s->tracked[i].pid == pid)
+			return &s->tracked[i];
+	return NULL;
+}
+
+void sockets__track(struct sockets *s, pid_t pid)
+{
+	char dir[32];
+	uint64_t netns;
+	int i, t;
+
+	if (pid <= 0 || tracked_of(s, pid))
+		return;
+	snprintf(dir, sizeof(dir), "/proc/%d", pid);
+	netns = netns_of(dir);
+	if (!netns || (t = table_of(s, netns)) < 0)
+		return;
+	for (i = 0; i < MAX_TRACKED && s->tracked[i].pid; i++)
+		;
+	if (i == MAX_TRACKED)
+		return;
+	s->tracked[i].pid = pid;
+	s->tracked[i].table = t;
+	if (s->tables[t].netns != netns) {
+		s->tables[t].netns = netns;
+		s->tables[t].ours = netns == s->own_netns;
+		read_listening(&s->tables[t], pid);
+	}
+}
+
+void sockets__untrack(struct sockets *s, pid_t pid)
+{
+	int i, t;
+
+	for (i = 0; i < MAX_TRACKED; i++) {
+		if (s->tracked[i].pid != pid)
+			continue;
+		t = s->tracked[i].table;
+		s->tracked[i].pid = 0;
+		for (i = 0; i < MAX_TRACKED; i++)
+			if (s->tracked[i].pid && s->tracked[i].table == t)
+				return;
+		s->tables[t].netns = 0; /* nobody traced there any more */
+		return;
+	}
+}
+
+void sockets__refresh(struct sockets *s, uint64_t now_ns)
+{
+	int i;
+
+	for (i = 0; i < MAX_TRACKED; i++) {
+		struct listen_table *t = &s->tables[s->tracked[i].table];
+
+		if (s->tracked[i].pid && now_ns >= t->read_ns + LISTEN_REFRESH_NS)
+			read_listening(t, s->tracked[i].pid);
+	}
+}
+
+bool sockets__is_listening(const struct sockets *s, pid_t pid, uint16_t port)
+{
+	const struct tracked *tr = tracked_of(s, pid);
+	const struct listen_table *t;
+	int i;
+
+	if (!tr)
+		return false;
+	t = &s->tables[tr->table];
+	for (i = 0; i < t->n; i++)
+		if (t->ports[i] == port)
+			return true;
+	return false;
+}
+
+/* ---- Peers ---- */
+
+static int cmp_owner(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct owner *)a)->inode, &((const struct owner *)b)->inode);
+}
+
+/* The index of every process's sockets: one pass over /proc/PID/fd. */
+static void build_owners(struct sockets *s)
+{
+	struct owner *owners = NULL;
+	size_t n = 0, cap = 0, k, n_inodes;
+	struct dirent *de;
+	DIR *proc;
+
+	s->n_owners = 0;
+	s->owners_ns = util__monotonic_ns();
+	proc = opendir("/proc");
+	if (!proc)
+		return;
+	while ((de = readdir(proc))) {
+		pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+		uint64_t *inodes;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		inodes = sockets__open_inodes(pid, &n_inodes);
+		for (k = 0; k < n_inodes; k++) {
+			if (n == cap) {
+				struct owner *more =
+				    realloc(owners, (cap ? cap * 2 : 1024) * sizeof(*owners));
+
+				if (!more)
+					break;
+				owners = more;
+				cap = cap ? cap * 2 : 1024;
+			}
+			owners[n].inode = inodes[k];
+			owners[n++].pid = pid;
+		}
+		free(inodes);
+	}
+	closedir(proc);
+	if (n)
+		qsort(owners, n, sizeof(*owners), cmp_owner);
+	free(s->owners);
+	s->owners = owners;
+	s->n_owners = n;
+}
+
+static pid_t owner_of(struct sockets *s, uint64_t inode)
+{
+	struct owner key = { .inode = inode }, *o;
+
+	if (!s->owners_ns || util__monotonic_ns() >= s->owners_ns + OWNERS_FRESH_NS)
+		build_owners(s);
+	o = s->n_owners ? bsearch(&key, s->owners, s->n_owners, sizeof(key), cmp_owner) : NULL;
+	return o ? o->pid : 0;
+}
+
+struct swapped {
+	const struct endpoint *local, *remote;
+	unsigned long inode;
+};
+
+static void match_swapped(const struct sockdiag_socket *sock, void *ctx)
+{
+	struct swapped *w = ctx;
+
+	if (!w->inode && endpoint__equal(&sock->local, w->remote) &&
+	    endpoint__equal(&sock->remote, w->local))
+		w->inode = sock->inode;
+}
+
+pid_t sockets__peer(struct sockets *s, pid_t pid, const struct endpoint *local,
+		    const struct endpoint *remote)
+{
+	const struct tracked *tr = tracked_of(s, pid);
+	struct swapped w = { local, remote, 0 };
+	bool ours;
+
+	if (!local->family || !remote->family)
+		return 0;
+	ours = tr ? s->tables[tr->table].ours : sockdiag__same_netns(pid);
+	if (ours)
+		w.inode = sockdiag__inode(remote, local);
+	else
+		proc_tcp_each(pid, ~0u, match_swapped, &w);
+	return w.inode ? owner_of(s, w.inode) : 0;
+}
+
+struct accepted {
+	struct sockets *s;
+	pid_t pid;
+	uint64_t *own;
+	size_t n_own;
+	void (*fn)(void *ctx, uint64_t conn, const struct endpoint *local,
+		   const struct endpoint *remote);
+	void *ctx;
+};
+
+static void take_accepted(const struct sockdiag_socket *sock, void *ctx)
+{
+	struct accepted *a = ctx;
+	uint64_t inode = sock->inode;
+
+	if (bsearch(&inode, a->own, a->n_own, sizeof(inode), cmp_u64) &&
+	    sockets__is_listening(a->s, a->pid, sock->local.port))
+		a->fn(a->ctx, inode, &sock->local, &sock->remote);
+}
+
+void sockets__each_accepted(struct sockets *s, pid_t pid,
+			    void (*fn)(void *ctx, uint64_t conn, const struct endpoint *local,
+				       const struct endpoint *remote),
+			    void *ctx)
+{
+	struct accepted a = { .s = s, .pid = pid, .fn = fn, .ctx = ctx };
+	const struct tracked *tr;
+
+	sockets__track(s, pid);
+	tr = tracked_of(s, pid);
+	/* The namespace's table lists every process's sockets: only pid's own count. */
+	a.own = sockets__open_inodes(pid, &a.n_own);
+	if (tr && a.own)
+		tcp_each(s->tables[tr->table].ours, pid, SOCKDIAG_ESTABLISHED, take_accepted, &a);
+	free(a.own);
+}
+
+/* ---- Descriptors ---- */
+
+const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd)
+{
+	unsigned int slot = ((unsigned int)pid * 31u + (unsigned int)fd) % FD_CACHE;
+	char link[64];
+	ssize_t n;
+
+	if (s->fd_cache[slot].pid == pid && s->fd_cache[slot].fd == fd)
+		return s->fd_cache[slot].path;
+	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(link, s->fd_cache[slot].path, sizeof(s->fd_cache[slot].path) - 1);
+	s->fd_cache[slot].path[n > 0 ? n : 0] = '\0';
+	s->fd_cache[slot].pid = pid;
+	s->fd_cache[slot].fd = fd;
+	return s->fd_cache[slot].path;
+}

@@ -1,0 +1,63 @@
+/* What the kernel says about the traced processes' sockets and descriptors, each source read in
+ * one place and kept for as long as it stays true enough:
+ *
+ * - the listening TCP ports of each traced process's network namespace (an accepted connection's
+ *   client is its remote end): asked of sock_diag in our namespace, read from /proc/PID/net/tcp
+ *   and tcp6 in another; read when a process is tracked, then again by sockets__refresh() once a
+ *   second. sockets__is_listening() only looks at what was read: it does no I/O and is safe in the
+ *   ring buffer's callback.
+ * - the process at the other end of a local connection (sockets__peer): the socket whose ends are
+ *   ours swapped (sock_diag, or /proc/PID/net/tcp*), then its owner in an index of every process's
+ *   socket descriptors, built by one scan of /proc/PID/fd and reused for the lookups of the next
+ *   100 ms (a batch of them costs one scan).
+ * - a process's open socket inodes (/proc/PID/fd), and the file behind a descriptor (cached).
+ *
+ * Everything but sockets__is_listening() reads /proc or asks the kernel: call it from the poll
+ * loop, not from the ring buffer's callback. */
+#ifndef BINDTRACE_SOCKETS_H
+#define BINDTRACE_SOCKETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "endpoint.h"
+
+struct sockets;
+
+/* NULL with errno set. */
+struct sockets *sockets__new(void);
+void sockets__free(struct sockets *s);
+
+/* pid is traced: its namespace's listening ports are read now (if not already) and kept fresh
+ * until it is untracked. */
+void sockets__track(struct sockets *s, pid_t pid);
+void sockets__untrack(struct sockets *s, pid_t pid);
+/* Re-reads the listening ports of every namespace last read over a second ago. */
+void sockets__refresh(struct sockets *s, uint64_t now_ns);
+/* Is port a listening TCP port in tracked pid's namespace, as last read? No I/O; false for a pid
+ * not tracked. */
+bool sockets__is_listening(const struct sockets *s, pid_t pid, uint16_t port);
+
+/* The process on this host at the other end of pid's connection local -> remote (IPv4, IPv6 or
+ * v4-mapped), or 0 when it is elsewhere or gone. */
+pid_t sockets__peer(struct sockets *s, pid_t pid, const struct endpoint *local,
+		    const struct endpoint *remote);
+
+/* Calls fn for each established connection of pid (its own sockets only, conn their inode) whose
+ * local port is a listening one: the clients it accepted. */
+void sockets__each_accepted(struct sockets *s, pid_t pid,
+			    void (*fn)(void *ctx, uint64_t conn, const struct endpoint *local,
+				       const struct endpoint *remote),
+			    void *ctx);
+
+/* The socket inodes open in pid, sorted, in a malloc'ed array the caller frees; NULL and *n = 0
+ * when there are none or pid is gone. */
+uint64_t *sockets__open_inodes(pid_t pid, size_t *n);
+
+/* The file open as pid's descriptor fd ("" when it cannot be read). Cached per (pid, fd): a
+ * descriptor reused for another file keeps the first name until its slot is taken. */
+const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd);
+
+#endif

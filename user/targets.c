@@ -1,0 +1,472 @@
+/* The traced processes: found, attached, replaced when they restart. See targets.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "capture.skel.h"
+#include "goelf.h"
+#include "gorelease.h"
+#include "session.h"
+#include "targets.h"
+#include "util.h"
+
+/* Where the scheduler's bind call is probed, best first. The object register follows Go's
+ * ABIInternal: (*pods).Bind(ctx, binding, opts): RAX recv, RBX+RCX ctx, RDI binding. */
+static const struct bind_probe {
+	const char *func;
+	int obj_reg;
+} bind_probes[] = {
+	{ "k8s.io/client-go/kubernetes/typed/core/v1.(*pods).Bind", 3 },
+	{ "k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder.(*DefaultBinder).Bind",
+	  4 },
+};
+
+void targets__init(struct targets *ts, const struct targets_listener *on)
+{
+	memset(ts, 0, sizeof(*ts));
+	link_reaper__init(&ts->reaper);
+	if (on)
+		ts->on = *on;
+}
+
+struct target *targets__of(struct targets *ts, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < ts->n; i++)
+		if (ts->t[i].proc.pid == pid)
+			return &ts->t[i];
+	return NULL;
+}
+
+bool targets__has(const struct targets *ts, enum process_role role)
+{
+	int i;
+
+	for (i = 0; i < ts->n; i++)
+		if (ts->t[i].role == role)
+			return true;
+	return false;
+}
+
+/* Release and commit as the binary states them (buildinfo, else its -X stamps): never
+ * "(devel)". */
+static void target__read_release(struct target *t)
+{
+	struct go_release rel;
+
+	t->k8s_version[0] = t->module_version[0] = t->commit[0] = '\0';
+	if (go_release__read(t->gb, &rel))
+		return;
+	if (rel.product == GO_PRODUCT_KUBERNETES)
+		util__copy(t->k8s_version, sizeof(t->k8s_version), rel.release.value);
+	else if (rel.product == GO_PRODUCT_ETCD)
+		util__copy(t->module_version, sizeof(t->module_version), rel.release.value);
+	util__copy(t->commit, sizeof(t->commit), rel.commit.value);
+}
+
+const char *target__release_label(const struct target *t, char *buf, size_t len)
+{
+	const char *product = t->k8s_version[0] ? "k8s.io/kubernetes" : "etcd";
+	const char *release = t->k8s_version[0] ? t->k8s_version : t->module_version;
+
+	if (!release[0] && !t->commit[0])
+		return "";
+	snprintf(buf, len, ", %s%s%s%s%.12s%s", release[0] ? product : "", release[0] ? " " : "",
+		 release, t->commit[0] ? (release[0] ? " (commit " : "(commit ") : "", t->commit,
+		 t->commit[0] ? ")" : "");
+	return buf;
+}
+
+/* FNV-1a of a process's argv, 0 when it cannot be read (exited, or a kernel thread). Several
+ * control planes on one host run the same executables; their command lines tell them apart. */
+static uint64_t cmdline_hash(pid_t pid)
+{
+	char path[64], buf[4096];
+	uint64_t h = 1469598103934665603ull;
+	ssize_t n, i, total = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (i = 0; i < n; i++) {
+			h ^= (unsigned char)buf[i];
+			h *= 1099511628211ull;
+		}
+		total += n;
+	}
+	close(fd);
+	return total ? h : 0;
+}
+
+/* Runtime address = vaddr + bias: from the first mapping of the executable (PIE only). */
+static uint64_t load_bias(struct target *t)
+{
+	char path[64], line[512], file[4096];
+	unsigned long start, end, off;
+	uint64_t bias = 0;
+	FILE *maps;
+
+	if (!go_binary__text_info(t->gb)->pie)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->proc.pid);
+	maps = fopen(path, "r");
+	if (!maps)
+		return 0;
+	while (fgets(line, sizeof(line), maps)) {
+		file[0] = '\0';
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &start, &end, &off, file) < 3)
+			continue;
+		if (strcmp(file, t->proc.exe) == 0) {
+			bias = go_binary__load_bias(t->gb, start, off);
+			break;
+		}
+	}
+	fclose(maps);
+	return bias;
+}
+
+/* Why attaching failed, in the error line: a process that exited meanwhile says so rather than
+ * what the failed step saw (ENOENT on /proc/PID/exe, ESRCH from the uprobe). */
+static void attach_failed(const struct target *t, const char *why)
+{
+	struct process_info now;
+
+	if (t->role == ROLE_WATCHER && !verbose)
+		return;
+	if (discover__process(t->proc.pid, &now) == -ESRCH)
+		fprintf(stderr, "bindtrace: %s pid %d (%s): exited while being attached\n",
+			process_role__name(t->role), t->proc.pid, t->proc.exe);
+	else
+		fprintf(stderr, "bindtrace: %s pid %d (%s): %s\n", process_role__name(t->role),
+			t->proc.pid, t->proc.exe, why);
+}
+
+/* The binary, its versions and where it is loaded. */
+static int read_binary(struct target *t, const char *path)
+{
+	const struct go_buildinfo *bi;
+	char why[512];
+
+	t->gb = go_binary__open(path, why, sizeof(why));
+	if (!t->gb) {
+		attach_failed(t, why);
+		return -EINVAL;
+	}
+	bi = go_binary__buildinfo(t->gb);
+	util__copy(t->go_version, sizeof(t->go_version), bi->go_version);
+	target__read_release(t);
+	t->load_bias = load_bias(t);
+	t->cmdline_hash = cmdline_hash(t->proc.pid);
+	return 0;
+}
+
+/* The scheduler's bind call, at the first of bind_probes the binary has and validates. */
+static void probe_bind_call(struct targets *ts, struct target *t, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]) && !t->call_link; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = (__u64)bind_probes[i].obj_reg);
+		uint64_t entry, end;
+		int64_t off;
+
+		if (go_binary__func(t->gb, bind_probes[i].func, &entry, &end) ||
+		    go_binary__check_probe(t->gb, bind_probes[i].func, entry))
+			continue;
+		off = go_binary__file_offset(t->gb, entry);
+		if (off < 0)
+			continue;
+		t->call_link = bpf_program__attach_uprobe_opts(
+		    session__bpf(ts->session)->progs.go_call, t->proc.pid, path, (size_t)off, &uo);
+		if (t->call_link)
+			t->call_probe = bind_probes[i].func;
+	}
+	if (!t->call_link)
+		fprintf(
+		    stderr,
+		    "bindtrace: kube-scheduler pid %d: no bind call to probe; binds will not cite "
+		    "their source line\n",
+		    t->proc.pid);
+}
+
+static int attach_target(struct targets *ts, struct target *t)
+{
+	char path[64], why[512];
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
+	err = read_binary(t, path);
+	if (err)
+		return err;
+	err = session__add_target(ts->session, t->proc.pid, t->role == ROLE_ETCD);
+	if (err) {
+		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n",
+			process_role__name(t->role), t->proc.pid, strerror(-err));
+		return err;
+	}
+	err = tls_attachment__attach_opened(&t->tls, session__bpf(ts->session), t->proc.pid, path,
+					    t->gb, why, sizeof(why));
+	if (err) {
+		attach_failed(t, why);
+		return err;
+	}
+	if (t->role == ROLE_SCHEDULER)
+		probe_bind_call(ts, t, path);
+	/* Opening validated every pclntab entry: give those pages back before the next target, so
+	 * the peak holds one binary's, and citations later fault in only what they read. */
+	go_binary__release(t->gb);
+	t->attached = true;
+	if (ts->on.attached)
+		ts->on.attached(ts->on.ctx, t);
+	return 0;
+}
+
+int targets__attach_all(struct targets *ts, struct session *session)
+{
+	int i, err;
+
+	ts->session = session;
+	for (i = ts->n - 1; i >= 0; i--) {
+		err = attach_target(ts, &ts->t[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int targets__find(struct targets *ts, enum process_role role, pid_t given)
+{
+	struct process_info found[TARGETS_PER_ROLE];
+	int n, i, err;
+
+	if (given) {
+		err = discover__process(given, &found[0]);
+		if (err) {
+			const char *hint = err == -EACCES || err == -EPERM
+					       ? " (reading /proc/PID/exe of another process "
+						 "needs CAP_SYS_PTRACE)"
+					       : "";
+
+			fprintf(stderr, "bindtrace: %s pid %d: %s%s\n", process_role__name(role),
+				given, err == -ESRCH ? "no such process" : strerror(-err), hint);
+			return err;
+		}
+		n = 1;
+	} else {
+		n = discover__by_exe_name(process_role__name(role), found, TARGETS_PER_ROLE);
+		if (n < 0)
+			return n;
+	}
+	for (i = 0; i < n; i++) {
+		struct target *t = &ts->t[ts->n++];
+
+		t->role = role;
+		t->proc = found[i];
+		t->given = given != 0;
+	}
+	return n;
+}
+
+/* Probes of a process that is still running are closed at once: new ones may follow on it. Those
+ * of one that exited can see nothing more and go to the reaper. */
+static void detach_target(struct targets *ts, struct target *t)
+{
+	struct process_info now;
+	struct bpf_link **links;
+
+	if ((t->tls.n_links || t->call_link) && discover__process(t->proc.pid, &now) == -ESRCH &&
+	    (links = realloc(t->tls.links, (t->tls.n_links + 1) * sizeof(*links)))) {
+		size_t n = t->tls.n_links;
+
+		if (t->call_link)
+			links[n++] = t->call_link;
+		link_reaper__add(&ts->reaper, links, n);
+		t->tls.links = NULL;
+		t->tls.n_links = 0;
+		t->call_link = NULL;
+	}
+	bpf_link__destroy(t->call_link);
+	t->call_link = NULL;
+	tls_attachment__detach(&t->tls);
+	go_binary__close(t->gb);
+	t->gb = NULL;
+	session__remove_target(ts->session, t->proc.pid);
+	t->attached = false;
+	if (ts->on.detached)
+		ts->on.detached(ts->on.ctx, t);
+}
+
+/* How many processes of a role's name are looked at for a replacement: all of them in practice.
+ * Only TARGETS_PER_ROLE were, and beside several control planes the restarted process, often the
+ * newest, was not among the first found in /proc. */
+#define MAX_REPLACEMENT_CANDIDATES 128
+
+/* The process that replaces a traced one that exited: one running the same executable name
+ * that is not already traced in a role. One with the same command line is preferred (several
+ * control planes may run on one host, each restarted on its own); for a pid given on the
+ * command line nothing else will do, so that another cluster's process is never picked up. */
+static int find_replacement(struct targets *ts, const struct target *t, struct process_info *out)
+{
+	struct process_info *found = calloc(MAX_REPLACEMENT_CANDIDATES, sizeof(*found));
+	int i, k, n, best = -1;
+
+	if (!found)
+		return -ENOMEM;
+	n = discover__by_exe_name(process_role__name(t->role), found, MAX_REPLACEMENT_CANDIDATES);
+	for (i = 0; i < n; i++) {
+		bool taken = false;
+
+		if (found[i].pid == t->failed_pid)
+			continue;
+		for (k = 0; k < ts->n && !taken; k++)
+			taken = ts->t[k].attached && ts->t[k].role != ROLE_WATCHER &&
+				ts->t[k].proc.pid == found[i].pid;
+		if (taken)
+			continue;
+		if (t->cmdline_hash && cmdline_hash(found[i].pid) == t->cmdline_hash) {
+			best = i;
+			break;
+		}
+		if (!t->given && best < 0)
+			best = i;
+	}
+	if (best >= 0)
+		*out = found[best];
+	free(found);
+	return best >= 0 ? 0 : -ESRCH;
+}
+
+/* A process already traced as a watcher (a restarted kube-scheduler connects to the apiserver
+ * before it is noticed) gives its probes up to its role; its connections are relabelled. */
+static void release_watcher(struct targets *ts, pid_t pid, const struct target *role)
+{
+	int k;
+
+	for (k = 0; k < ts->n; k++) {
+		struct target *w = &ts->t[k];
+
+		if (w->role == ROLE_WATCHER && w->attached && w->proc.pid == pid)
+			detach_target(ts, w);
+	}
+	if (ts->on.taken_over)
+		ts->on.taken_over(ts->on.ctx, pid, role);
+}
+
+/* A traced process that exited (a restarted kube-scheduler, say) is replaced by the process now
+ * running the same command, attached afresh; until one appears the role is marked gone. */
+void targets__check_restarts(struct targets *ts)
+{
+	struct process_info now, next;
+	int i;
+
+	for (i = 0; i < ts->n; i++) {
+		struct target *t = &ts->t[i];
+		pid_t old = t->proc.pid;
+
+		if (t->attached && discover__process(t->proc.pid, &now) == 0 &&
+		    strcmp(now.exe, t->proc.exe) == 0)
+			continue;
+		if (t->role == ROLE_WATCHER) {
+			if (t->attached)
+				detach_target(ts, t);
+			continue;
+		}
+		if (t->attached) {
+			fprintf(stderr,
+				"bindtrace: %s pid %d exited; waiting for it to come back\n",
+				process_role__name(t->role), t->proc.pid);
+			detach_target(ts, t);
+		}
+		if (find_replacement(ts, t, &next))
+			continue;
+		t->proc = next;
+		release_watcher(ts, next.pid, t);
+		if (attach_target(ts, t) == 0) {
+			fprintf(stderr, "bindtrace: %s pid %d restarted as pid %d: attached\n",
+				process_role__name(t->role), old, t->proc.pid);
+			t->failed_pid = 0;
+		} else {
+			/* It said why; the role stays gone rather than retrying every second. */
+			fprintf(stderr, "bindtrace: %s pid %d: not attached; still waiting\n",
+				process_role__name(t->role), t->proc.pid);
+			t->failed_pid = t->proc.pid;
+			detach_target(ts, t);
+		}
+	}
+}
+
+/* Whether p runs the program of a role whose process exited and is awaited back: a restarted
+ * kube-scheduler connects to the apiserver before the once-a-second restart check sees it, and
+ * taken as a watcher first it was, in test-faults b under load, never taken for its role. */
+static bool awaited_restart(const struct targets *ts, const struct process_info *p)
+{
+	const char *base = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
+	int i;
+
+	for (i = 0; i < ts->n; i++) {
+		const struct target *t = &ts->t[i];
+		const char *name = process_role__name(t->role);
+
+		if (t->role != ROLE_WATCHER && !t->attached &&
+		    strncmp(base, name, strlen(name)) == 0)
+			return true;
+	}
+	return false;
+}
+
+int targets__attach_watcher(struct targets *ts, pid_t pid)
+{
+	struct target *t = NULL;
+	int i, err;
+
+	/* The slot of a watcher that exited is reused: kubectl comes and goes. */
+	for (i = 0; i < ts->n && !t; i++)
+		if (ts->t[i].role == ROLE_WATCHER && !ts->t[i].attached)
+			t = &ts->t[i];
+	if (!t && ts->n == TARGETS_MAX)
+		return -ENOSPC;
+	if (!t)
+		t = &ts->t[ts->n];
+	memset(t, 0, sizeof(*t));
+	t->role = ROLE_WATCHER;
+	err = discover__process(pid, &t->proc);
+	if (err)
+		return err;
+	if (awaited_restart(ts, &t->proc))
+		return -EAGAIN;
+	util__libbpf_quiet(true);
+	err = attach_target(ts, t);
+	if (!err) {
+		if (t == &ts->t[ts->n])
+			ts->n++;
+		fprintf(stderr, "# watcher %s pid %d (%s): its TLS probes attached\n", t->proc.comm,
+			pid, t->go_version);
+	} else {
+		detach_target(ts, t);
+	}
+	util__libbpf_quiet(false);
+	return err;
+}
+
+void targets__close(struct targets *ts)
+{
+	int i;
+
+	link_reaper__finish(&ts->reaper);
+	for (i = 0; i < ts->n; i++) {
+		bpf_link__destroy(ts->t[i].call_link);
+		ts->t[i].call_link = NULL;
+		tls_attachment__detach(&ts->t[i].tls);
+		go_binary__close(ts->t[i].gb);
+		ts->t[i].gb = NULL;
+	}
+}

@@ -1,0 +1,85 @@
+/* The processes the bind tracer traces: kube-scheduler, kube-apiserver and etcd (found by
+ * executable name, or given by pid), and the apiserver's local clients attached as watchers.
+ * For each: its Go binary read and validated (goelf), its TLS probes and, for the scheduler, its
+ * bind-call probe attached, its pid added to the session's targets; a traced process that exits
+ * is replaced by the one that restarts it (same command line preferred; for a pid given on the
+ * command line nothing else will do). An exited process's probes go to the link reaper.
+ *
+ * Attaching reads a binary and places uprobes (tens of milliseconds to seconds): from the start
+ * or the poll loop, never from the ring buffer's callback. Listeners are told of each attach and
+ * detach, and when a watcher's pid turns out to be a restarted target. */
+#ifndef BINDTRACE_TARGETS_H
+#define BINDTRACE_TARGETS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "correlate.h"
+#include "discover.h"
+#include "link_reaper.h"
+#include "tlsprobe.h"
+
+#define TARGETS_MAX 32
+#define TARGETS_PER_ROLE 4
+
+struct session;
+struct go_binary;
+
+struct target {
+	enum process_role role;
+	struct process_info proc;
+	struct go_binary *gb; /* kept open to symbolise stacks */
+	uint64_t load_bias;
+	char go_version[32];
+	char k8s_version[64];	 /* the release (gorelease.h), "" when not Kubernetes or unknown */
+	char module_version[64]; /* etcd's release, likewise */
+	char commit[72];	 /* vcs.revision, else the stamped commit; "" unknown */
+	struct tls_attachment tls;
+	struct bpf_link *call_link;
+	const char *call_probe;
+	bool attached;
+	bool given;	       /* the pid came from --*-pid: its replacement must match exactly */
+	uint64_t cmdline_hash; /* of /proc/PID/cmdline when attached: a restart runs the same */
+	pid_t failed_pid;      /* a replacement that could not be attached: not retried */
+};
+
+struct targets_listener {
+	void (*attached)(void *ctx, const struct target *t);
+	void (*detached)(void *ctx, const struct target *t);
+	/* pid, traced as a watcher until now, is t (a restarted target): its connections are t's. */
+	void (*taken_over)(void *ctx, pid_t pid, const struct target *t);
+	void *ctx;
+};
+
+struct targets {
+	struct target t[TARGETS_MAX];
+	int n;
+	struct session *session;
+	struct link_reaper reaper;
+	struct targets_listener on;
+};
+
+/* ", k8s.io/kubernetes v1.37.2 (commit abcdef123456)" for a header line, "" if nothing known. */
+const char *target__release_label(const struct target *t, char *buf, size_t len);
+
+void targets__init(struct targets *ts, const struct targets_listener *on);
+/* Adds the processes of a role: pid given (checked), or found by executable name (up to
+ * TARGETS_PER_ROLE). How many, or a negative errno after a one-line error. */
+int targets__find(struct targets *ts, enum process_role role, pid_t given);
+/* Attaches every target found, downstream first (etcd, apiserver, scheduler): a bind whose
+ * request is seen then finds the rest of its path already probed. 0, or a negative errno after
+ * the failing target said why. */
+int targets__attach_all(struct targets *ts, struct session *session);
+struct target *targets__of(struct targets *ts, pid_t pid);
+bool targets__has(const struct targets *ts, enum process_role role);
+/* Traces pid as a watcher (a slot of one that exited is reused). 0 when attached; -ENOSPC when
+ * every slot is taken (nothing tried); another negative errno when it is not a Go TLS program or
+ * is gone (said only with -v). */
+int targets__attach_watcher(struct targets *ts, pid_t pid);
+/* Exited targets detached, replaced by their restarts when found (once a second is plenty). */
+void targets__check_restarts(struct targets *ts);
+/* Everything detached and closed; waits for the reaper. */
+void targets__close(struct targets *ts);
+
+#endif

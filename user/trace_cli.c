@@ -1,0 +1,197 @@
+/* The bind tracer's command line: see trace_cli.h. */
+#include <argp.h>
+#include <string.h>
+
+#include "trace_cli.h"
+#include "util.h"
+
+enum {
+	OPT_CHECK = 0x100,
+	OPT_ETCD_PID,
+	OPT_APISERVER_PID,
+	OPT_SCHEDULER_PID,
+	OPT_RINGBUF,
+	OPT_SUMMARY,
+	OPT_PERFETTO,
+	OPT_EVIDENCE,
+	OPT_REPORT,
+	OPT_POD,
+	OPT_NAMESPACE,
+	OPT_COUNT,
+	OPT_LINGER,
+	OPT_NO_WATCHERS,
+	OPT_METRICS,
+};
+
+static const struct argp_option trace_argp_options[] = {
+	{ NULL, 0, NULL, 0, "Processes (default: found by executable name):", 1 },
+	{ "scheduler-pid", OPT_SCHEDULER_PID, "PID", 0, "The kube-scheduler to trace", 1 },
+	{ "apiserver-pid", OPT_APISERVER_PID, "PID", 0, "The kube-apiserver to trace", 1 },
+	{ "etcd-pid", OPT_ETCD_PID, "PID", 0, "The etcd to trace", 1 },
+	{ "no-watchers", OPT_NO_WATCHERS, NULL, 0,
+	  "Do not trace the apiserver's clients on this host (kubectl -w...) to see watch events "
+	  "arrive",
+	  1 },
+	{ NULL, 0, NULL, 0, "Output:", 2 },
+	{ "json", 'j', NULL, 0, "One JSON object per bind (schema in the README)", 2 },
+	{ "summary", OPT_SUMMARY, NULL, 0,
+	  "Only the per-leg percentile summary (always printed on exit)", 2 },
+	{ "perfetto", OPT_PERFETTO, "FILE", 0,
+	  "Also write a Chrome trace-event JSON for ui.perfetto.dev", 2 },
+	{ "evidence", OPT_EVIDENCE, "DIR", 0,
+	  "Also write, per bind, the decoded frames, kernel events and binary identities", 2 },
+	{ "report", OPT_REPORT, "FILE", 0,
+	  "Write a Markdown report (and FILE.svg waterfall) of the bind given by --pod", 2 },
+	{ "metrics", OPT_METRICS, "ADDR", 0,
+	  "Serve Prometheus metrics and /healthz on ADDR (127.0.0.1:9464, [::1]:9464, :9464)", 2 },
+	{ "quiet", 'q', NULL, 0, "No per-bind output (with --metrics or output files)", 2 },
+	{ NULL, 0, NULL, 0, "Filters and lifetime:", 3 },
+	{ "pod", OPT_POD, "[NS/]NAME", 0, "Only this pod (namespace default: \"default\")", 3 },
+	{ "namespace", OPT_NAMESPACE, "NS", 0, "Only pods of this namespace", 3 },
+	{ "count", OPT_COUNT, "N", 0, "Exit after N binds", 3 },
+	{ "duration", 'd', "SECONDS", 0, "Exit after SECONDS", 3 },
+	{ NULL, 0, NULL, 0, "Tuning:", 4 },
+	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
+	  "Ring buffer size, a power of two >= 4096 (default 4194304)", 4 },
+	{ "linger", OPT_LINGER, "MS", 0,
+	  "Wait this long after a bind's response for its watch events (default 500)", 4 },
+	{ NULL, 0, NULL, 0, "Other:", 5 },
+	{ "check", OPT_CHECK, NULL, 0, "Check kernel features and privileges, then exit", 5 },
+	{ "verbose", 'v', NULL, 0, "Show libbpf's messages and attach details", 5 },
+	{},
+};
+
+static const char trace_doc[] =
+    "Trace every Kubernetes pod bind on this control-plane node: the scheduler's POST "
+    "pods/NAME/binding, the apiserver's etcd Txn, etcd's WAL fsync and answer, and the watch "
+    "events to every watcher, with kernel timestamps.\v"
+    "COMMANDS:\n"
+    "  bindtrace [OPTIONS]          trace binds (this page)\n"
+    "  bindtrace check              same as --check\n"
+    "  bindtrace capture -p PID     raw TLS/TCP plaintext of processes\n"
+    "  bindtrace inspect BINARY     what bindtrace finds in a Go binary\n"
+    "  bindtrace decode FILE        decode a capture recorded with `capture --json`\n"
+    "\n"
+    "EXAMPLES:\n"
+    "  sudo bindtrace --check                    # can this machine run bindtrace?\n"
+    "  sudo bindtrace                            # every bind until Ctrl-C, then a summary\n"
+    "  sudo bindtrace --json > binds.jsonl       # one JSON object per bind\n"
+    "  sudo bindtrace --pod default/web-0 --count 1 --report web-0.md\n"
+    "  sudo bindtrace --summary -d 60            # percentiles of a minute of binds\n"
+    "  sudo bindtrace --perfetto binds.json --evidence ./evidence\n"
+    "  sudo bindtrace --quiet --metrics 127.0.0.1:9464   # an agent: Prometheus scrapes it\n"
+    "  sudo bindtrace --scheduler-pid 812 --apiserver-pid 640 --etcd-pid 590\n";
+
+static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
+{
+	struct trace_options *opt = state->input;
+	unsigned long v;
+	const char *slash;
+
+	switch (key) {
+	case OPT_CHECK:
+		opt->check = true;
+		break;
+	case OPT_SCHEDULER_PID:
+	case OPT_APISERVER_PID:
+	case OPT_ETCD_PID:
+		if (util__parse_ulong(arg, 1, 0x7fffffff, &v))
+			argp_error(state, "invalid pid '%s'", arg);
+		if (key == OPT_SCHEDULER_PID)
+			opt->scheduler_pid = (pid_t)v;
+		else if (key == OPT_APISERVER_PID)
+			opt->apiserver_pid = (pid_t)v;
+		else
+			opt->etcd_pid = (pid_t)v;
+		break;
+	case 'j':
+		opt->json = true;
+		break;
+	case OPT_SUMMARY:
+		opt->summary_only = true;
+		break;
+	case OPT_PERFETTO:
+		opt->perfetto = arg;
+		break;
+	case OPT_EVIDENCE:
+		opt->evidence = arg;
+		break;
+	case OPT_REPORT:
+		opt->report = arg;
+		break;
+	case OPT_METRICS:
+		opt->metrics = arg;
+		break;
+	case 'q':
+		opt->quiet = true;
+		break;
+	case OPT_POD:
+		slash = strchr(arg, '/');
+		if (slash) {
+			if (slash == arg || !slash[1] || strchr(slash + 1, '/') ||
+			    (size_t)(slash - arg) >= sizeof(opt->pod_ns))
+				argp_error(state, "invalid --pod '%s' (NS/NAME)", arg);
+			memcpy(opt->pod_ns, arg, (size_t)(slash - arg));
+			opt->pod_ns[slash - arg] = '\0';
+			util__copy(opt->pod_name, sizeof(opt->pod_name), slash + 1);
+		} else {
+			if (!*arg)
+				argp_error(state, "invalid --pod ''");
+			util__copy(opt->pod_ns, sizeof(opt->pod_ns), "default");
+			util__copy(opt->pod_name, sizeof(opt->pod_name), arg);
+		}
+		break;
+	case OPT_NAMESPACE:
+		if (!*arg)
+			argp_error(state, "invalid --namespace ''");
+		util__copy(opt->namespace_, sizeof(opt->namespace_), arg);
+		break;
+	case OPT_COUNT:
+		if (util__parse_ulong(arg, 1, 1ul << 40, &opt->count))
+			argp_error(state, "invalid --count '%s' (1 or more)", arg);
+		break;
+	case 'd':
+		if (util__parse_ulong(arg, 1, 86400 * 365, &opt->duration_s))
+			argp_error(state, "invalid duration '%s' (seconds, 1 or more)", arg);
+		break;
+	case OPT_RINGBUF:
+		if (util__parse_ulong(arg, 4096, 1ul << 30, &v) || (v & (v - 1)))
+			argp_error(state, "invalid ring buffer size '%s' (power of two, 4096..1G)",
+				   arg);
+		opt->ringbuf_bytes = v;
+		break;
+	case OPT_NO_WATCHERS:
+		opt->watchers = false;
+		break;
+	case OPT_LINGER:
+		if (util__parse_ulong(arg, 0, 600000, &opt->linger_ms))
+			argp_error(state, "invalid --linger '%s' (milliseconds)", arg);
+		break;
+	case 'v':
+		verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (opt->report && !opt->pod_name[0])
+			argp_error(state, "--report needs --pod NS/NAME");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+void trace_cli__parse(int argc, char **argv, struct trace_options *opt)
+{
+	static const struct argp argp = {
+		trace_argp_options, parse_trace_opt, NULL, trace_doc, NULL, NULL, NULL
+	};
+
+	memset(opt, 0, sizeof(*opt));
+	opt->ringbuf_bytes = 4 * 1024 * 1024;
+	opt->linger_ms = 500;
+	opt->watchers = true;
+	argp_parse(&argp, argc, argv, 0, NULL, opt);
+}
