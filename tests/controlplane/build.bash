@@ -408,11 +408,16 @@ prepare_k8s_tree()
 	gover=$(cat "$tmp/.go-version")
 	fill_k8s_staging "$tmp" "$version"
 	# Upstream builds in workspace-vendor mode with GOPROXY=off: vendor/ as `go work vendor`
-	# makes it (the module zip keeps only vendor/OWNERS).
+	# makes it (the module zip keeps only vendor/OWNERS). -e: tests import stubbed modules
+	# (v1.33's e2e tests import k8s.io/sample-apiserver); a command that needed one would fail
+	# to build.
 	ensure_toolchain "$gover"
 	mv "$tmp/vendor/OWNERS" "$tmp/.vendor-OWNERS" 2>/dev/null || true
 	rm -rf "$tmp/vendor"
-	(cd "$tmp" && release_go "$gover" work vendor) || die "go work vendor failed for k8s $version"
+	(cd "$tmp" && release_go "$gover" work vendor -e) >"$dest.vendor.log" 2>&1 || {
+		tail -n 20 "$dest.vendor.log" >&2
+		die "go work vendor failed for k8s $version (log $dest.vendor.log)"
+	}
 	[ -f "$tmp/.vendor-OWNERS" ] && mv "$tmp/.vendor-OWNERS" "$tmp/vendor/OWNERS"
 	commit_tree "$tmp" "$time" "k8s.io/kubernetes $version from the Go module proxy" "$version"
 	rm -rf "$dest"

@@ -45,6 +45,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 const leaseNamespace = "kube-node-lease"
@@ -69,6 +70,7 @@ type options struct {
 	report         time.Duration
 	rampRate       float64
 	deleteOnExit   bool
+	adminConfig    string
 	readyFile      string
 	stopFile       string
 }
@@ -139,7 +141,8 @@ func parseFlags() (*options, error) {
 	flag.DurationVar(&o.maxOutage, "max-outage", 2*time.Minute, "stop when no request has succeeded for this long")
 	flag.DurationVar(&o.report, "report", time.Minute, "interval of the summary lines on stderr")
 	flag.Float64Var(&o.rampRate, "ramp-rate", 100, "nodes started per second")
-	flag.BoolVar(&o.deleteOnExit, "delete-on-exit", false, "delete each node's Node and Lease when stopping")
+	flag.BoolVar(&o.deleteOnExit, "delete-on-exit", false, "delete each node's Lease and Node when stopping")
+	flag.StringVar(&o.adminConfig, "admin-kubeconfig", "", "with -delete-on-exit: a kubeconfig allowed to delete Nodes (a node may delete its Lease, not its Node)")
 	flag.StringVar(&o.readyFile, "ready-file", "", "written once every node is registered, Ready and holds its Lease")
 	flag.StringVar(&o.stopFile, "stop-file", "", "stop when this file disappears")
 	flag.Parse()
@@ -160,6 +163,8 @@ func parseFlags() (*options, error) {
 		return nil, errors.New("give -names or -count, not both")
 	case o.leaseInterval <= 0 || o.statusInterval <= 0 || o.lifetime <= 0 || o.rampRate <= 0:
 		return nil, errors.New("intervals, -lifetime and -ramp-rate must be positive")
+	case o.deleteOnExit && o.adminConfig == "":
+		return nil, errors.New("-delete-on-exit needs -admin-kubeconfig")
 	}
 	if names != "" {
 		o.names = strings.Split(names, ",")
@@ -268,7 +273,7 @@ func run(o *options) int {
 		code = 1
 	}
 	if o.deleteOnExit {
-		if !deleteAll(nodes) {
+		if !deleteAll(o, nodes) {
 			code = 1
 		}
 	}
@@ -709,11 +714,22 @@ func (n *node) restartWatch(ctx context.Context) {
 	}
 }
 
-// deleteAll: the nodes remove their Lease and Node (the Node authorizer lets a node delete
-// both), 20 at a time, within 60 s.
-func deleteAll(nodes []*node) bool {
+// deleteAll: each node removes its Lease (the Node authorizer allows that), the admin client
+// its Node (a node may not delete itself), 20 at a time, within 60 s.
+func deleteAll(o *options, nodes []*node) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.adminConfig)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubelets: %v\n", err)
+		return false
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubelets: %v\n", err)
+		return false
+	}
 	sem := make(chan struct{}, 20)
 	var failed atomic.Int64
 	var wg sync.WaitGroup
@@ -726,12 +742,12 @@ func deleteAll(nodes []*node) bool {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c := n.current()
-			err := c.CoordinationV1().Leases(leaseNamespace).Delete(ctx, n.name, metav1.DeleteOptions{})
+			err := n.current().CoordinationV1().Leases(leaseNamespace).Delete(ctx, n.name,
+				metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				failed.Add(1)
 			}
-			err = c.CoreV1().Nodes().Delete(ctx, n.name, metav1.DeleteOptions{})
+			err = admin.CoreV1().Nodes().Delete(ctx, n.name, metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				failed.Add(1)
 				fmt.Fprintf(os.Stderr, "kubelets: deleting node %s: %v\n", n.name, err)
