@@ -140,7 +140,7 @@ func parseFlags() (*options, error) {
 	flag.DurationVar(&o.lifetime, "lifetime", time.Hour, "stop after this long")
 	flag.DurationVar(&o.maxOutage, "max-outage", 2*time.Minute, "stop when no request has succeeded for this long")
 	flag.DurationVar(&o.report, "report", time.Minute, "interval of the summary lines on stderr")
-	flag.Float64Var(&o.rampRate, "ramp-rate", 100, "nodes started per second")
+	flag.Float64Var(&o.rampRate, "ramp-rate", 20, "nodes started per second")
 	flag.BoolVar(&o.deleteOnExit, "delete-on-exit", false, "delete each node's Lease and Node when stopping")
 	flag.StringVar(&o.adminConfig, "admin-kubeconfig", "", "with -delete-on-exit: a kubeconfig allowed to delete Nodes (a node may delete its Lease, not its Node)")
 	flag.StringVar(&o.readyFile, "ready-file", "", "written once every node is registered, Ready and holds its Lease")
@@ -478,13 +478,16 @@ func retriable(err error) bool {
 
 func (n *node) run(ctx context.Context, ready func()) {
 	n.start = time.Now()
+	// Registration retries back off as kubelet's do: 100 ms doubling up to 7 s.
+	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		if err := n.register(ctx); err == nil {
 			break
 		} else if ctx.Err() == nil {
 			n.result(err, nil)
 			fmt.Fprintf(os.Stderr, "kubelets: %s: registering: %v\n", n.name, err)
-			sleep(ctx, 2*time.Second)
+			sleep(ctx, jitter(backoff))
+			backoff = min(2*backoff, 7*time.Second)
 		}
 	}
 	if ctx.Err() != nil {
@@ -538,8 +541,8 @@ func reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 10*time.Second)
 }
 
-// register: create the Node as kubelet's registerWithAPIServer does (an existing one is taken
-// over), then report its full status.
+// register: create the Node with its status as kubelet's registerWithAPIServer does (nodes take
+// their status on create); one that exists already is taken over and its status patched.
 func (n *node) register(ctx context.Context) error {
 	c := n.current()
 	rctx, cancel := reqCtx(ctx)
@@ -549,58 +552,79 @@ func (n *node) register(ctx context.Context) error {
 		"kubernetes.io/os":       "linux",
 		"kubernetes.io/arch":     "amd64",
 		"bindtrace.io/simulated": n.opts.role,
-	}}}
+	}}, Status: n.status(metav1.Now())}
 	got, err := c.CoreV1().Nodes().Create(rctx, obj, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		got, err = c.CoreV1().Nodes().Get(rctx, n.name, metav1.GetOptions{})
+	if err == nil {
+		n.uid = got.UID
+		succeeded()
+		return nil
 	}
-	if err != nil {
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if got, err = c.CoreV1().Nodes().Get(rctx, n.name, metav1.GetOptions{}); err != nil {
 		return err
 	}
 	n.uid = got.UID
 	succeeded()
-	return n.patchStatus(rctx, true)
+	status := n.status(metav1.Now())
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	_, err = c.CoreV1().Nodes().Patch(rctx, n.name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{}, "status")
+	return err
 }
 
-func (n *node) conditions(now metav1.Time) []map[string]any {
-	var out []map[string]any
-	for _, c := range []struct{ typ, status, reason, msg string }{
-		{"MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
-		{"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
-		{"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
-		{"Ready", "True", "KubeletReady", "kubelet is posting ready status (simulated by bindtrace)"},
-	} {
-		out = append(out, map[string]any{"type": c.typ, "status": c.status, "reason": c.reason,
-			"message": c.msg, "lastHeartbeatTime": now, "lastTransitionTime": metav1.NewTime(n.start)})
+var conditionTypes = []struct{ typ, status, reason, msg string }{
+	{"MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+	{"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+	{"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+	{"Ready", "True", "KubeletReady", "kubelet is posting ready status (simulated by bindtrace)"},
+}
+
+func (n *node) conditions(now metav1.Time) []v1.NodeCondition {
+	var out []v1.NodeCondition
+	for _, c := range conditionTypes {
+		out = append(out, v1.NodeCondition{Type: v1.NodeConditionType(c.typ),
+			Status: v1.ConditionStatus(c.status), Reason: c.reason, Message: c.msg,
+			LastHeartbeatTime: now, LastTransitionTime: metav1.NewTime(n.start)})
 	}
 	return out
 }
 
-// patchStatus: a strategic merge patch of nodes/NAME/status as kubelet sends: the full status
-// the first time, then the conditions with a new heartbeat.
-func (n *node) patchStatus(ctx context.Context, full bool) error {
-	now := metav1.Now()
+// The whole status a kubelet reports: what the scheduler needs (allocatable pods, cpu,
+// memory), addresses and the node's identity.
+func (n *node) status(now metav1.Time) v1.NodeStatus {
+	res := v1.ResourceList{
+		v1.ResourceCPU:              resource.MustParse("32"),
+		v1.ResourceMemory:           resource.MustParse("256Gi"),
+		v1.ResourcePods:             resource.MustParse("250"),
+		v1.ResourceEphemeralStorage: resource.MustParse("500Gi"),
+	}
+	return v1.NodeStatus{
+		Capacity:    res,
+		Allocatable: res,
+		Conditions:  n.conditions(now),
+		Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: n.address},
+			{Type: v1.NodeHostName, Address: n.name}},
+		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: 10250}},
+		NodeInfo: v1.NodeSystemInfo{MachineID: fmt.Sprintf("%032x", n.index+1),
+			SystemUUID: fmt.Sprintf("%032x", n.index+1), BootID: fmt.Sprintf("%032x", n.start.UnixNano()),
+			KernelVersion: kernel(), OSImage: "bindtrace simulated node",
+			ContainerRuntimeVersion: "containerd://simulated", KubeletVersion: n.opts.version,
+			OperatingSystem: "linux", Architecture: "amd64"},
+	}
+}
+
+// patchStatus: the heartbeat as kubelet sends it when nothing changed: a strategic merge patch
+// of nodes/NAME/status with the conditions' new lastHeartbeatTime.
+func (n *node) patchStatus(ctx context.Context) error {
 	status := map[string]any{
 		"$setElementOrder/conditions": []map[string]string{{"type": "MemoryPressure"},
 			{"type": "DiskPressure"}, {"type": "PIDPressure"}, {"type": "Ready"}},
-		"conditions": n.conditions(now),
-	}
-	if full {
-		res := v1.ResourceList{
-			v1.ResourceCPU:              resource.MustParse("32"),
-			v1.ResourceMemory:           resource.MustParse("256Gi"),
-			v1.ResourcePods:             resource.MustParse("250"),
-			v1.ResourceEphemeralStorage: resource.MustParse("500Gi"),
-		}
-		status["capacity"] = res
-		status["allocatable"] = res
-		status["addresses"] = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: n.address},
-			{Type: v1.NodeHostName, Address: n.name}}
-		status["daemonEndpoints"] = v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: 10250}}
-		status["nodeInfo"] = v1.NodeSystemInfo{MachineID: fmt.Sprintf("%032x", n.index+1),
-			SystemUUID: string(n.uid), BootID: string(n.uid), KernelVersion: kernel(),
-			OSImage: "bindtrace simulated node", ContainerRuntimeVersion: "containerd://simulated",
-			KubeletVersion: n.opts.version, OperatingSystem: "linux", Architecture: "amd64"}
+		"conditions": n.conditions(metav1.Now()),
 	}
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
@@ -614,7 +638,7 @@ func (n *node) patchStatus(ctx context.Context, full bool) error {
 func (n *node) reportStatus(ctx context.Context) {
 	rctx, cancel := reqCtx(ctx)
 	defer cancel()
-	err := n.patchStatus(rctx, false)
+	err := n.patchStatus(rctx)
 	if ctx.Err() != nil {
 		return
 	}
