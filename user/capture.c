@@ -190,19 +190,6 @@ static struct proc_stats *proc_stats(struct capture_state *st, pid_t pid, const 
 	return &st->procs[st->n_procs++];
 }
 
-static void format_addr(char *buf, size_t len, __u16 family, const __u8 *addr, __u16 port)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (family == AF_INET) {
-		inet_ntop(AF_INET, addr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, port);
-	} else {
-		inet_ntop(AF_INET6, addr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, port);
-	}
-}
-
 static bool mostly_text(const __u8 *p, size_t n)
 {
 	size_t i, bad = 0;
@@ -300,8 +287,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	st->events++;
 	snprintf(comm, sizeof(comm), "%.16s", e->hdr.comm);
-	format_addr(laddr, sizeof(laddr), e->family, e->laddr, e->lport);
-	format_addr(raddr, sizeof(raddr), e->family, e->raddr, e->rport);
+	util__format_addr(laddr, sizeof(laddr), e->family, e->laddr, e->lport);
+	util__format_addr(raddr, sizeof(raddr), e->family, e->raddr, e->rport);
 	ps = proc_stats(st, (pid_t)e->hdr.pid, comm);
 	s = streams__get(&st->streams, e->hdr.pid, e->conn, e->dir);
 	missed = 0;

@@ -126,23 +126,27 @@ static void take_inode(const struct inet_diag_msg *m, void *ctx)
 	*(unsigned long *)ctx = m->idiag_inode;
 }
 
-unsigned long sockdiag__inode4(const uint8_t src[4], uint16_t sport, const uint8_t dst[4],
-			       uint16_t dport)
+unsigned long sockdiag__inode(int family, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+			      uint16_t dport)
 {
+	size_t alen = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
 	struct inet_diag_sockid id;
 	unsigned long inode = 0;
-	int fd = diag_open();
+	int fd;
 
+	if (!alen)
+		return 0;
+	fd = diag_open();
 	if (fd < 0)
 		return 0;
 	memset(&id, 0, sizeof(id));
-	memcpy(&id.idiag_src[0], src, 4);
-	memcpy(&id.idiag_dst[0], dst, 4);
+	memcpy(&id.idiag_src[0], src, alen);
+	memcpy(&id.idiag_dst[0], dst, alen);
 	id.idiag_sport = htons(sport);
 	id.idiag_dport = htons(dport);
 	id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	if (diag_send(fd, AF_INET, ~0u, &id, 0) == 0)
+	if (diag_send(fd, (uint8_t)family, ~0u, &id, 0) == 0)
 		diag_receive(fd, take_inode, &inode, 0);
 	close(fd);
 	return inode;

@@ -8,10 +8,11 @@
 /* The local ports of listening TCP sockets (IPv4 and IPv6), up to max; -errno on failure. */
 int sockdiag__listening_ports(uint16_t *ports, int max);
 
-/* The inode of the TCP socket whose local address is src:sport and remote dst:dport (IPv4,
- * addresses in network order as 4 bytes, ports in host order); 0 when there is none. */
-unsigned long sockdiag__inode4(const uint8_t src[4], uint16_t sport, const uint8_t dst[4],
-			       uint16_t dport);
+/* The inode of the TCP socket whose local address is src:sport and remote dst:dport; family is
+ * AF_INET (addresses of 4 bytes) or AF_INET6 (16 bytes), addresses in network order, ports in
+ * host order; 0 when there is none (or for another family). */
+unsigned long sockdiag__inode(int family, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+			      uint16_t dport);
 
 /* Is pid in this process's network namespace (so the two functions above see its sockets)? */
 int sockdiag__same_netns(int pid);

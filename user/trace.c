@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -934,20 +935,53 @@ static bool is_listening(pid_t pid, uint16_t port)
 	return false;
 }
 
-/* The inode of pid's socket local -> remote (IPv4), from /proc/PID/net/tcp: 0 if none. */
-static unsigned long proc_tcp_inode(pid_t pid, const __u8 *local_addr, __u16 local_port,
+/* An address as /proc/net/tcp{,6} print it: each 4-byte word of the network-order address as
+ * the host reads it, in hex, then ":PORT". */
+static void proc_net_addr(char *buf, size_t len, int alen, const __u8 *addr, __u16 port)
+{
+	size_t k = 0;
+
+	for (int i = 0; i < alen; i += 4) {
+		__u32 w;
+
+		memcpy(&w, addr + i, 4);
+		k += (size_t)snprintf(buf + k, len - k, "%08X", w);
+	}
+	snprintf(buf + k, len - k, ":%04X", port);
+}
+
+/* The inverse of proc_net_addr for the address part: 4 or 16 bytes into out; 0 if malformed. */
+static int parse_proc_net_addr(const char *hex, __u8 *out)
+{
+	size_t n = strlen(hex);
+
+	if (n != 8 && n != 32)
+		return 0;
+	for (size_t i = 0; i < n; i += 8) {
+		char word[9];
+		__u32 w;
+
+		memcpy(word, hex + i, 8);
+		word[8] = '\0';
+		w = (__u32)strtoul(word, NULL, 16);
+		memcpy(out + i / 2, &w, 4);
+	}
+	return (int)n / 2;
+}
+
+/* The inode of pid's socket local -> remote, from /proc/PID/net/tcp (AF_INET) or tcp6
+ * (AF_INET6): 0 if none. */
+static unsigned long proc_tcp_inode(pid_t pid, int family, const __u8 *local_addr, __u16 local_port,
 				    const __u8 *remote_addr, __u16 remote_port)
 {
-	char path[64], line[512], want_local[32], want_remote[32], local[64], remote[64];
+	char path[64], line[512], want_local[48], want_remote[48], local[64], remote[64];
+	int alen = family == AF_INET6 ? 16 : 4;
 	unsigned long inode = 0, ino;
 	FILE *in;
 
-	/* /proc/net/tcp prints the address as a host-order hex word. */
-	snprintf(want_local, sizeof(want_local), "%02X%02X%02X%02X:%04X", local_addr[3],
-		 local_addr[2], local_addr[1], local_addr[0], local_port);
-	snprintf(want_remote, sizeof(want_remote), "%02X%02X%02X%02X:%04X", remote_addr[3],
-		 remote_addr[2], remote_addr[1], remote_addr[0], remote_port);
-	snprintf(path, sizeof(path), "/proc/%d/net/tcp", pid);
+	proc_net_addr(want_local, sizeof(want_local), alen, local_addr, local_port);
+	proc_net_addr(want_remote, sizeof(want_remote), alen, remote_addr, remote_port);
+	snprintf(path, sizeof(path), "/proc/%d/net/%s", pid, family == AF_INET6 ? "tcp6" : "tcp");
 	in = fopen(path, "r");
 	if (!in)
 		return 0;
@@ -964,10 +998,29 @@ static unsigned long proc_tcp_inode(pid_t pid, const __u8 *local_addr, __u16 loc
 	return inode;
 }
 
+/* The inode of the socket laddr:lport -> raddr:rport of pid's network namespace: asked of the
+ * kernel when that is ours, else read from /proc/PID/net. An IPv4-mapped IPv6 connection (a
+ * client that reached a dual-stack listener over IPv4) has its other end in the IPv4 table. */
+static unsigned long socket_inode(pid_t pid, int family, const __u8 *laddr, __u16 lport,
+				  const __u8 *raddr, __u16 rport)
+{
+	static const __u8 v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	unsigned long inode = 0;
+
+	if (sockdiag__same_netns(pid))
+		inode = sockdiag__inode(family, laddr, lport, raddr, rport);
+	if (!inode)
+		inode = proc_tcp_inode(pid, family, laddr, lport, raddr, rport);
+	if (!inode && family == AF_INET6 && memcmp(laddr, v4mapped, 12) == 0 &&
+	    memcmp(raddr, v4mapped, 12) == 0)
+		inode = socket_inode(pid, AF_INET, laddr + 12, lport, raddr + 12, rport);
+	return inode;
+}
+
 /* The local process at the other end of a TCP connection of pid: the socket whose local and
  * remote addresses are ours swapped (asked of the kernel by its 4-tuple, or found in
- * /proc/PID/net/tcp when pid is in another network namespace), then its owner among /proc's
- * file descriptors. Only IPv4 here; 0 when the peer is elsewhere. */
+ * /proc/PID/net/tcp{,6} when pid is in another network namespace), then its owner among /proc's
+ * file descriptors. IPv4 and IPv6; 0 when the peer is elsewhere. */
 static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport, const __u8 *raddr,
 			 __u16 rport, struct actor *who)
 {
@@ -976,12 +1029,9 @@ static void resolve_peer(pid_t pid, __u16 family, const __u8 *laddr, __u16 lport
 	struct dirent *de, *fe;
 	DIR *proc, *fds;
 
-	if (family != 2)
+	if (family != AF_INET && family != AF_INET6)
 		return;
-	if (sockdiag__same_netns(pid))
-		inode = sockdiag__inode4(raddr, rport, laddr, lport);
-	if (!inode)
-		inode = proc_tcp_inode(pid, raddr, rport, laddr, lport);
+	inode = socket_inode(pid, family, raddr, rport, laddr, lport);
 	if (!inode)
 		return;
 	snprintf(target, sizeof(target), "socket:[%lu]", inode);
@@ -1061,13 +1111,15 @@ static void maybe_trace_watcher(struct trace_state *st, pid_t pid)
 }
 
 /* At start: the watchers already connected to the apiserver, so that the first watch events
- * after attaching are seen arriving too. Established IPv4 connections on a listening port. */
+ * after attaching are seen arriving too. Established connections (IPv4 and IPv6) on a listening
+ * port. */
 static void trace_connected_watchers(struct trace_state *st, struct target *api)
 {
-	char path[64], line[512], link[128];
-	unsigned int lip, lport, rip, rport, state;
+	static const char *const tables[] = { "tcp", "tcp6" };
+	char path[64], line[512], link[128], lhex[40], rhex[40];
+	unsigned int lport, rport, state;
 	unsigned long ino, *inodes = NULL;
-	size_t n_inodes = 0, cap = 0, k;
+	size_t n_inodes = 0, cap = 0, k, f;
 	struct dirent *de;
 	DIR *fds;
 	FILE *in;
@@ -1099,32 +1151,34 @@ static void trace_connected_watchers(struct trace_state *st, struct target *api)
 		inodes[n_inodes++] = ino;
 	}
 	closedir(fds);
-	snprintf(path, sizeof(path), "/proc/%d/net/tcp", api->proc.pid);
-	in = fopen(path, "r");
-	while (in && fgets(line, sizeof(line), in)) {
-		struct actor who = { 0 };
-		__u8 la[4], ra[4];
-		bool own = false;
-		int i;
+	for (f = 0; f < sizeof(tables) / sizeof(tables[0]); f++) {
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", api->proc.pid, tables[f]);
+		in = fopen(path, "r");
+		while (in && fgets(line, sizeof(line), in)) {
+			struct actor who = { 0 };
+			__u8 la[16], ra[16];
+			bool own = false;
+			int alen;
 
-		if (sscanf(line, " %*d: %x:%x %x:%x %x %*s %*s %*s %*u %*u %lu", &lip, &lport, &rip,
-			   &rport, &state, &ino) != 6 ||
-		    state != 0x01 || !is_listening(api->proc.pid, (uint16_t)lport))
-			continue;
-		for (k = 0; k < n_inodes && !own; k++)
-			own = inodes[k] == ino;
-		if (!own)
-			continue;
-		for (i = 0; i < 4; i++) { /* host-order words of network-order addresses */
-			la[i] = (__u8)(lip >> (8 * i));
-			ra[i] = (__u8)(rip >> (8 * i));
+			if (sscanf(
+				line,
+				" %*d: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %x %*s %*s %*s %*u %*u %lu",
+				lhex, &lport, rhex, &rport, &state, &ino) != 6 ||
+			    state != 0x01 || !is_listening(api->proc.pid, (uint16_t)lport))
+				continue;
+			for (k = 0; k < n_inodes && !own; k++)
+				own = inodes[k] == ino;
+			alen = parse_proc_net_addr(lhex, la);
+			if (!own || !alen || parse_proc_net_addr(rhex, ra) != alen)
+				continue;
+			resolve_peer(api->proc.pid, alen == 4 ? AF_INET : AF_INET6, la,
+				     (__u16)lport, ra, (__u16)rport, &who);
+			if (who.peer_pid && who.peer_pid != api->proc.pid)
+				maybe_trace_watcher(st, who.peer_pid);
 		}
-		resolve_peer(api->proc.pid, 2, la, (__u16)lport, ra, (__u16)rport, &who);
-		if (who.peer_pid && who.peer_pid != api->proc.pid)
-			maybe_trace_watcher(st, who.peer_pid);
+		if (in)
+			fclose(in);
 	}
-	if (in)
-		fclose(in);
 	free(inodes);
 }
 
@@ -1134,18 +1188,6 @@ static void on_decoded(const struct decoded_msg *msg, void *ctx)
 
 	trace_outputs__message(cc->st->outputs, &cc->who, msg);
 	correlator__message(cc->st->corr, &cc->who, msg);
-}
-
-static void format_addr(char *buf, size_t len, __u16 family, const __u8 *addr, __u16 port)
-{
-	char ip[64] = "?";
-
-	if (family == 2)
-		snprintf(ip, sizeof(ip), "%u.%u.%u.%u", addr[0], addr[1], addr[2], addr[3]);
-	else
-		snprintf(ip, sizeof(ip), "[%x:...:%02x%02x]", addr[0] << 8 | addr[1], addr[14],
-			 addr[15]);
-	snprintf(buf, len, "%s:%u", ip, port);
 }
 
 static void on_data(struct trace_state *st, const struct data_event *e)
@@ -1173,8 +1215,10 @@ static void on_data(struct trace_state *st, const struct data_event *e)
 		util__copy(cc->who.comm, sizeof(cc->who.comm), t->proc.comm);
 		cc->who.role = t->role;
 		cc->who.conn = e->conn;
-		format_addr(cc->who.laddr, sizeof(cc->who.laddr), e->family, e->laddr, e->lport);
-		format_addr(cc->who.raddr, sizeof(cc->who.raddr), e->family, e->raddr, e->rport);
+		util__format_addr(cc->who.laddr, sizeof(cc->who.laddr), e->family, e->laddr,
+				  e->lport);
+		util__format_addr(cc->who.raddr, sizeof(cc->who.raddr), e->family, e->raddr,
+				  e->rport);
 		/* The apiserver's clients on this host, named: the watchers of a bind. */
 		if (t->role == ROLE_APISERVER && is_listening(t->proc.pid, e->lport)) {
 			resolve_peer(t->proc.pid, e->family, e->laddr, e->lport, e->raddr, e->rport,

@@ -1,8 +1,10 @@
 /* Small shared pieces used by several subcommands. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -173,4 +175,17 @@ void util__base64_print(FILE *out, const unsigned char *p, size_t n)
 		buf[k++] = '=';
 	}
 	fwrite(buf, 1, k, out);
+}
+
+void util__format_addr(char *buf, size_t len, uint16_t family, const uint8_t *addr, uint16_t port)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (family == AF_INET) {
+		inet_ntop(AF_INET, addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, port);
+	} else {
+		inet_ntop(AF_INET6, addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, port);
+	}
 }

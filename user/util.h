@@ -44,6 +44,10 @@ void util__base64_print(FILE *out, const unsigned char *p, size_t n);
  * n * 3 / 4 bytes). Returns the length, or -EINVAL at a character outside the alphabet. */
 long util__base64_decode(const char *in, size_t n, unsigned char *out);
 
+/* "127.0.0.1:443" or "[::1]:443" from a socket address as the BPF events carry it: family AF_INET
+ * (the first 4 bytes of addr) or AF_INET6 (16 bytes), network order; port in host order. */
+void util__format_addr(char *buf, size_t len, uint16_t family, const uint8_t *addr, uint16_t port);
+
 /* Parse a number in [min, max]; returns 0 or -EINVAL. */
 int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 
