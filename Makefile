@@ -54,7 +54,8 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps test-deps san unit fuzz-build fuzz test demo bench format clean controlplane
+.PHONY: all deps test-deps san unit fuzz-build fuzz test test-full demo bench format clean \
+	controlplane
 .PHONY: static image
 
 all: $(OUT)/bindtrace
@@ -171,6 +172,10 @@ controlplane: | $(OUT)/.test-deps
 
 test: $(OUT)/.test-deps $(OUT)/bindtrace $(OUT)/bindtrace-san $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)tests/run
+
+# Everything in test plus the heavy tests (HA bed, kubelet-like load, the older release).
+test-full: $(OUT)/.test-deps $(OUT)/bindtrace $(OUT)/bindtrace-san $(UNIT_BINS) $(FUZZ_BINS)
+	$(Q)BINDTRACE_TEST_FULL=1 tests/run
 
 demo: $(OUT)/.test-deps $(OUT)/bindtrace
 	$(Q)tests/demo

@@ -668,6 +668,30 @@ static bool same_connection(const struct actor *a, const struct actor *b)
 	for (i = (c)->obs_next > MAX_OBS ? (c)->obs_next - MAX_OBS : 0;                            \
 	     i < (c)->obs_next && ((o) = &(c)->obs[i % MAX_OBS], 1); i++)
 
+/* A member of several that answered before its own WAL fsync of the entry ended: etcd answers
+ * once the entry is committed, that is durable on a quorum, and a follower (or a leader whose
+ * followers were quicker) applies a committed entry while its own disk write still runs. The
+ * stage stays missing on this member, with the fsync's times against the answer; a single
+ * member waits for its own fsync before applying, so this is not seen there. */
+static void explain_late_fsync(struct stage *st, const struct observation *fsync,
+			       uint64_t answer_ns)
+{
+	double end_ms = (double)(fsync->last_ns - answer_ns) / 1e6;
+
+	if (fsync->first_ns <= answer_ns)
+		snprintf(
+		    st->missing, sizeof(st->missing),
+		    "answered during this member's WAL fsync (began %.3f ms before, ended %.3f "
+		    "ms after the answer): other members had made it durable",
+		    (double)(answer_ns - fsync->first_ns) / 1e6, end_ms);
+	else
+		snprintf(
+		    st->missing, sizeof(st->missing),
+		    "answered before this member's WAL fsync (began %.3f ms after the answer): "
+		    "other members had made it durable",
+		    (double)(fsync->first_ns - answer_ns) / 1e6);
+}
+
 static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t window_start,
 			 uint64_t window_end)
 {
@@ -751,16 +775,25 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 	 * whole Txn (one that began while it was still reading cannot hold it) and to end before
 	 * it answered. */
 	if (in && out) {
+		const struct observation *late = NULL;
+
 		for_each_obs(c, o, i)
 		{
-			if (o->kind == OBS_FSYNC && o->who.pid == in->who.pid &&
-			    o->first_ns >= in->last_ns && o->last_ns <= out->first_ns &&
-			    (!fs || o->first_ns < fs->first_ns))
-				fs = o;
+			if (o->kind != OBS_FSYNC || o->who.pid != in->who.pid ||
+			    o->first_ns < in->last_ns)
+				continue;
+			if (o->last_ns <= out->first_ns) {
+				if (!fs || o->first_ns < fs->first_ns)
+					fs = o;
+			} else if (!late || o->first_ns < late->first_ns) {
+				late = o;
+			}
 		}
 		if (fs)
 			set_stage(&t->stages[STAGE_ETCD_WAL_FSYNC], &fs->who, fs->first_ns,
 				  fs->first_ns, fs->last_ns, 0);
+		else if (late)
+			explain_late_fsync(&t->stages[STAGE_ETCD_WAL_FSYNC], late, out->first_ns);
 	}
 
 	/* etcd's watch event of that revision back at the apiserver. */
@@ -955,6 +988,8 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 			why = stage_role[s] == ROLE_SCHEDULER	? "kube-scheduler is not traced"
 			      : stage_role[s] == ROLE_APISERVER ? "kube-apiserver is not traced"
 								: "etcd is not traced";
+		} else if (st->missing[0]) {
+			why = st->missing; /* explained where it was looked for */
 		} else if (drop) {
 			why = "ring buffer drops while this bind was in flight";
 		} else if (t->gap) {

@@ -2,6 +2,7 @@
 """Checks `bindtrace --json` output for test-timeline: the schema the README documents, and the
 facts of each scenario. Prints what it finds; exits 1 on the first scenario failure."""
 import json
+import os
 import sys
 
 STAGES = [
@@ -67,9 +68,31 @@ def load(path):
     return binds
 
 
+# A member of several etcd members may answer before its own WAL fsync of the entry ended (the
+# others' quorum made it durable first): bindtrace says so in place of the fsync stage. With
+# ETCD_MEMBERS > 1 (test-timeline sets it from the bed) that reason counts as the stage's; the
+# order checks skip the fsync then.
+LATE_FSYNC = ("answered during this member's WAL fsync", "answered before this member's WAL fsync")
+late_fsyncs = set()
+
+
 def complete(b):
-    missing = [s for s in STAGES if "missing" in b["stages"][s]]
+    several = int(os.environ.get("ETCD_MEMBERS", "1")) > 1
+    missing = []
+    for s in STAGES:
+        why = b["stages"][s].get("missing")
+        if why is None:
+            continue
+        if s == "etcd_wal_fsync" and several and why.startswith(LATE_FSYNC):
+            late_fsyncs.add(b["seq"])
+            continue
+        missing.append(s)
     return not missing, missing
+
+
+def out_of_order(b):
+    t = {s: b["stages"][s]["mono_ns"] for s in STAGES if "missing" not in b["stages"][s]}
+    return [(a, t[a], c, t[c]) for a, c in ORDER if a in t and c in t and t[a] > t[c]]
 
 
 def check_release(c, inspect_path):
@@ -97,10 +120,8 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
     if not ok:
         fail(f"missing stages: {missing}: " +
              "; ".join(b["stages"][s]["missing"] for s in missing))
-    t = {s: b["stages"][s]["mono_ns"] for s in STAGES}
-    for a, c in ORDER:
-        if t[a] > t[c]:
-            fail(f"{a} ({t[a]}) after {c} ({t[c]})")
+    for a, ta, c, tc in out_of_order(b):
+        fail(f"{a} ({ta}) after {c} ({tc})")
     if b["node"] != node:
         fail(f"node {b['node']!r}, pod's spec.nodeName {node!r}")
     if str(b["revision"]) != rv:
@@ -108,7 +129,9 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
     if b["result"] != "bound" or b["status_code"] != 201:
         fail(f"result {b['result']} {b['status_code']}")
     fs = b["stages"]["etcd_wal_fsync"]
-    if not fs["first_mono_ns"] <= fs["last_mono_ns"]:
+    if "missing" in fs:
+        print("etcd_wal_fsync:", fs["missing"])
+    elif not fs["first_mono_ns"] <= fs["last_mono_ns"]:
         fail("fsync end before start")
     c = b["citation"]
     if not c or not c.get("file") or not c.get("line"):
@@ -176,8 +199,7 @@ def burst(path, n, pods_file, prefix="burst"):
         if str(b["revision"]) != rv:
             why.append(f"revision {b['revision']}, the API says resourceVersion {rv}")
         if ok:
-            t = {s: b["stages"][s]["mono_ns"] for s in STAGES}
-            why += [f"{a} after {c}" for a, c in ORDER if t[a] > t[c]]
+            why += [f"{a} after {c}" for a, _, c, _ in out_of_order(b)]
         if why:
             bad.append((name, why))
     dup = sorted(k for k, v in names.items() if len(v) > 1)
@@ -185,6 +207,9 @@ def burst(path, n, pods_file, prefix="burst"):
     extra = sorted(set(names) - want)
     print(f"{len(binds)} timelines, {len(names)} pods, {len(bad)} wrong or incomplete, "
           f"{len(dup)} pods twice, {len(absent)} pods without one, {len(extra)} others")
+    if late_fsyncs:
+        print(f"   {len(late_fsyncs)} answered by their etcd member before its own WAL fsync "
+              "ended (the other members' quorum made them durable)")
     for x in bad[:5]:
         print("  ", x[0] + ":", "; ".join(x[1]))
     if absent:
