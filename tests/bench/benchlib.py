@@ -6,7 +6,6 @@ runs every executable file here).
 """
 import ctypes
 import glob
-import json
 import mmap
 import os
 import re
@@ -281,6 +280,16 @@ def cluster(bed, *args, check=True, timeout=None):
     return r.stdout
 
 
-def json_lines(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+def bring_up_bed(ovh, cfg):
+    """overhead's bring_up_bed, after clearing what a load that died left on a running bed
+    (`cluster status` fails on it, and `cluster up` would refuse a partly running bed)."""
+    bed = dict(os.environ, CP_PORT_BASE=str(cfg["port_base"]), CP_WORKDIR=cfg["workdir"])
+    st = subprocess.run([os.path.join(TOP, "tests/controlplane/cluster"), "status"], env=bed,
+                        capture_output=True, text=True)
+    lines = [line.split() for line in st.stdout.splitlines() if len(line.split()) > 1]
+    bad = [f[0] for f in lines if f[1] in ("stopped", "unhealthy")]
+    if st.returncode and bad == ["load"]:
+        ovh.log("   a load on this bed has stopped: cluster load 0 clears it")
+        cluster(bed, "load", "0", check=False, timeout=900)
+    return ovh.bring_up_bed(cfg)
+
