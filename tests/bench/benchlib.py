@@ -281,15 +281,21 @@ def cluster(bed, *args, check=True, timeout=None):
 
 
 def bring_up_bed(ovh, cfg):
-    """overhead's bring_up_bed, after clearing what a load that died left on a running bed
-    (`cluster status` fails on it, and `cluster up` would refuse a partly running bed)."""
+    """overhead's bring_up_bed, after clearing a load that died or never came up on a running
+    bed (`cluster status` fails on it, and `cluster up` would refuse a partly running bed)."""
     bed = dict(os.environ, CP_PORT_BASE=str(cfg["port_base"]), CP_WORKDIR=cfg["workdir"])
-    st = subprocess.run([os.path.join(TOP, "tests/controlplane/cluster"), "status"], env=bed,
-                        capture_output=True, text=True)
-    lines = [line.split() for line in st.stdout.splitlines() if len(line.split()) > 1]
-    bad = [f[0] for f in lines if f[1] in ("stopped", "unhealthy")]
+    # A running bed's processes may answer their health checks late on a busy machine: 30 s.
+    for _ in range(10):
+        st = subprocess.run([os.path.join(TOP, "tests/controlplane/cluster"), "status"],
+                            env=bed, capture_output=True, text=True)
+        lines = [line.split() for line in st.stdout.splitlines() if len(line.split()) > 1]
+        bad = [f[0] for f in lines if f[1] in ("stopped", "unhealthy")]
+        if not st.returncode or not bad or bad == ["load"] or not any(
+                f[1] == "running" for f in lines):
+            break
+        time.sleep(3.0)
     if st.returncode and bad == ["load"]:
-        ovh.log("   a load on this bed has stopped: cluster load 0 clears it")
+        ovh.log("   a load on this bed has stopped or is unhealthy: cluster load 0 clears it")
         cluster(bed, "load", "0", check=False, timeout=900)
     return ovh.bring_up_bed(cfg)
 
