@@ -54,8 +54,8 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps test-deps san unit fuzz-build fuzz test test-full demo bench format clean \
-	controlplane
+.PHONY: all deps test-deps san unit fuzz-build fuzz test test-full demo bench soak format \
+	clean controlplane
 .PHONY: static image
 
 all: $(OUT)/bindtrace
@@ -180,8 +180,13 @@ test-full: $(OUT)/.test-deps $(OUT)/bindtrace $(OUT)/bindtrace-san $(UNIT_BINS) 
 demo: $(OUT)/.test-deps $(OUT)/bindtrace
 	$(Q)tests/demo
 
+# Benchmarks (not part of test): BENCH="scale soak" runs only those of tests/bench; BINDTRACE=PATH
+# measures another build of the tracer. `make soak` is the soak alone.
 bench: $(OUT)/.test-deps $(OUT)/bindtrace
 	$(Q)tests/bench/run
+
+soak: $(OUT)/.test-deps $(OUT)/bindtrace
+	$(Q)BENCH=soak tests/bench/run
 
 format:
 	clang-format -i $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h tests/unit/*.c tests/unit/*.h \
