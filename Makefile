@@ -9,8 +9,9 @@ BPFTOOL ?= bpftool
 PKGS := libbpf libelf zlib jansson
 # Capstone decodes x86 (it, unlike Zydis, has a static library in Debian); libevent serves
 # --metrics over HTTP (see the README's "Run it on a cluster" for why these two); libcrypto
-# hashes the traced binaries (SHA-256; the README's Development section says why).
-PKGS += capstone libevent libcrypto
+# hashes the traced binaries (SHA-256; the README's Development section says why); --otlp posts
+# to a collector with libevent's HTTP client, over OpenSSL for https (libevent_openssl, libssl).
+PKGS += capstone libevent libcrypto libevent_openssl libssl
 # Only the unit tests link these (test_hpack checks our HPACK decoder against nghttp2's encoder).
 TEST_PKGS := libnghttp2
 

@@ -26,6 +26,7 @@ static const char *const role_labels[] = { "role", NULL };
 static const char *const result_labels[] = { "result", NULL };
 static const char *const leg_labels[] = { "leg", NULL };
 static const char *const missing_labels[] = { "stage", "reason", NULL };
+static const char *const reason_labels[] = { "reason", NULL };
 
 /* The roles with a target of their own (watchers come and go and are not reported). */
 static const enum process_role target_roles[] = { ROLE_SCHEDULER, ROLE_APISERVER, ROLE_ETCD };
@@ -46,6 +47,7 @@ struct bind_metrics {
 	struct metric_family *gaps;
 	struct metric_family *gap_bytes;
 	struct metric_family *refused;
+	struct metric_family *otlp_exported, *otlp_dropped, *otlp_queue;
 	int attached[N_TARGET_ROLES]; /* between targets_begin and targets_end */
 	/* The targets reported, last round [0] and this one [1]: target_info is rebuilt only when
 	 * they differ, so a scrape can fall between its reset and its refill only on a restart. */
@@ -123,9 +125,22 @@ struct bind_metrics *bind_metrics__new(void)
 	    metrics__family(r, "bindtrace_metrics_series_refused_total",
 			    "Metric updates refused because their family reached its series limit",
 			    METRIC_COUNTER, no_labels, NULL, 0);
+	bm->otlp_exported = metrics__family(r, "bindtrace_otlp_spans_exported_total",
+					    "Spans of binds the OTLP collector accepted (--otlp)",
+					    METRIC_COUNTER, no_labels, NULL, 0);
+	bm->otlp_dropped = metrics__family(
+	    r, "bindtrace_otlp_spans_dropped_total",
+	    "Spans of binds not exported, by reason: queue_full (the collector is slow or away), "
+	    "export_failed, rejected (by the collector) (--otlp)",
+	    METRIC_COUNTER, reason_labels, NULL, 0);
+	bm->otlp_queue = metrics__family(
+	    r, "bindtrace_otlp_queue_bytes",
+	    "Bytes of encoded spans waiting for the OTLP collector, the batch in flight included",
+	    METRIC_GAUGE, no_labels, NULL, 0);
 	if (!bm->build_info || !bm->target_info || !bm->target_attached || !bm->binds ||
 	    !bm->total || !bm->legs || !bm->missing || !bm->drops || !bm->truncated || !bm->gaps ||
-	    !bm->gap_bytes || !bm->refused)
+	    !bm->gap_bytes || !bm->refused || !bm->otlp_exported || !bm->otlp_dropped ||
+	    !bm->otlp_queue)
 		goto fail;
 
 	metric__set(bm->build_info,
@@ -308,4 +323,16 @@ void bind_metrics__gap(struct bind_metrics *bm, enum process_role role, uint64_t
 		return;
 	metric__add(bm->gaps, labels, 1);
 	metric__add(bm->gap_bytes, labels, (double)bytes);
+}
+
+void bind_metrics__otlp(struct bind_metrics *bm, uint64_t exported, uint64_t queue_full,
+			uint64_t failed, uint64_t rejected, uint64_t queued_bytes)
+{
+	if (!bm)
+		return;
+	metric__set(bm->otlp_exported, NULL, (double)exported);
+	metric__set(bm->otlp_dropped, (const char *[]){ "queue_full" }, (double)queue_full);
+	metric__set(bm->otlp_dropped, (const char *[]){ "export_failed" }, (double)failed);
+	metric__set(bm->otlp_dropped, (const char *[]){ "rejected" }, (double)rejected);
+	metric__set(bm->otlp_queue, NULL, (double)queued_bytes);
 }

@@ -16,6 +16,9 @@
  *   bindtrace_capture_truncated_bytes_total                      counter
  *   bindtrace_capture_gaps_total{role}, ..._gap_bytes_total{role} counter
  *   bindtrace_metrics_series_refused_total                       counter
+ *   bindtrace_otlp_spans_exported_total                          counter (--otlp)
+ *   bindtrace_otlp_spans_dropped_total{reason}                   counter (--otlp)
+ *   bindtrace_otlp_queue_bytes                                   gauge (--otlp)
  * Histogram buckets run from 50 us to 10 s in 1-2-5 steps. */
 #ifndef BINDTRACE_BIND_METRICS_H
 #define BINDTRACE_BIND_METRICS_H
@@ -52,6 +55,12 @@ void bind_metrics__bpf_counters(struct bind_metrics *bm, uint64_t ringbuf_drops,
 				uint64_t truncated_bytes);
 /* Bytes lost on a connection of a process in this role (a capture gap). */
 void bind_metrics__gap(struct bind_metrics *bm, enum process_role role, uint64_t bytes);
+
+/* The OTLP exporter's totals (monotonic, as it counts them): spans the collector accepted,
+ * spans dropped by reason (queue full, export failed, rejected by the collector), and the
+ * bytes of spans it holds now. Their series appear with the first call (with --otlp). */
+void bind_metrics__otlp(struct bind_metrics *bm, uint64_t exported, uint64_t queue_full,
+			uint64_t failed, uint64_t rejected, uint64_t queued_bytes);
 
 /* The short label of a missing stage's reason text ("not_traced", "ringbuf_drops",
  * "capture_gap", "started_before_attach", "unschedulable", "not_observed", or "other"). */

@@ -199,10 +199,14 @@ static int start(struct tracer *tr)
 static void publish_metrics(struct tracer *tr)
 {
 	uint64_t counters[COUNTER_MAX];
+	struct otlp_stats otlp;
 	int i;
 
 	if (!tr->metrics)
 		return;
+	if (trace_outputs__otlp_stats(tr->outputs, &otlp))
+		bind_metrics__otlp(tr->metrics, otlp.spans_exported, otlp.dropped_queue_full,
+				   otlp.dropped_failed, otlp.dropped_rejected, otlp.queued_bytes);
 	bind_metrics__targets_begin(tr->metrics);
 	for (i = 0; i < tr->targets.n; i++) {
 		const struct target *t = &tr->targets.t[i];

@@ -21,6 +21,8 @@ enum {
 	OPT_LINGER,
 	OPT_NO_WATCHERS,
 	OPT_METRICS,
+	OPT_OTLP,
+	OPT_OTLP_QUEUE,
 };
 
 static const struct argp_option trace_argp_options[] = {
@@ -44,6 +46,14 @@ static const struct argp_option trace_argp_options[] = {
 	  "Write a Markdown report (and FILE.svg waterfall) of the bind given by --pod", 2 },
 	{ "metrics", OPT_METRICS, "ADDR", 0,
 	  "Serve Prometheus metrics and /healthz on ADDR (127.0.0.1:9464, [::1]:9464, :9464)", 2 },
+	{ "otlp", OPT_OTLP, "URL", 0,
+	  "Export binds as OpenTelemetry traces over OTLP/HTTP to the collector at URL "
+	  "(http://127.0.0.1:4318: spans POSTed to URL/v1/traces; OTEL_EXPORTER_OTLP_* honoured, "
+	  "see the README)",
+	  2 },
+	{ "otlp-queue-size", OPT_OTLP_QUEUE, "BYTES", 0,
+	  "Spans held for a slow or absent collector before new ones are dropped (default 8 MiB)",
+	  2 },
 	{ "quiet", 'q', NULL, 0, "No per-bind output (with --metrics or output files)", 2 },
 	{ NULL, 0, NULL, 0, "Filters and lifetime:", 3 },
 	{ "pod", OPT_POD, "[NS/]NAME", 0, "Only this pod (namespace default: \"default\")", 3 },
@@ -80,6 +90,7 @@ static const char trace_doc[] =
     "  sudo bindtrace --summary -d 60            # percentiles of a minute of binds\n"
     "  sudo bindtrace --perfetto binds.json --evidence ./evidence\n"
     "  sudo bindtrace --quiet --metrics 127.0.0.1:9464   # an agent: Prometheus scrapes it\n"
+    "  sudo bindtrace --quiet --otlp http://127.0.0.1:4318   # traces to Jaeger / a collector\n"
     "  sudo bindtrace --scheduler-pid 812 --apiserver-pid 640 --etcd-pid 590\n";
 
 static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
@@ -121,6 +132,14 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_METRICS:
 		opt->metrics = arg;
+		break;
+	case OPT_OTLP:
+		opt->otlp = arg;
+		break;
+	case OPT_OTLP_QUEUE:
+		if (util__parse_ulong(arg, 65536, 1ul << 30, &opt->otlp_queue_bytes))
+			argp_error(state, "invalid --otlp-queue-size '%s' (bytes, 64 KiB to 1 GiB)",
+				   arg);
 		break;
 	case 'q':
 		opt->quiet = true;

@@ -1,5 +1,5 @@
 /* The file outputs of the bind tracer: routes what the tracer sees to --perfetto (perfetto.c),
- * --evidence (evidence.c) and --report (report.c), each bind as one bind view, and owns the
+ * --evidence (evidence.c), --report (report.c) and --otlp (otlp.c), each bind as one bind view, and owns the
  * run's one registry of process identities, which the writers that cite binaries read. Each
  * output is off unless its option is given.
  *
@@ -13,6 +13,7 @@
 
 #include "evidence.h"
 #include "identity.h"
+#include "otlp.h"
 #include "perfetto.h"
 #include "report.h"
 #include "trace_outputs.h"
@@ -27,9 +28,35 @@ struct trace_outputs {
 	struct perfetto *perfetto;
 	struct evidence *evidence;
 	struct report *report;
+	struct otlp_exporter *otlp;
 	struct identities *identities; /* every traced process, in the order attached */
 	int errors;
 };
+
+/* --otlp URL, or the OTEL_EXPORTER_OTLP_ variables that turn export on: 0, or -1 after saying
+ * why. */
+static int open_otlp(struct trace_outputs *o)
+{
+	struct otlp_config cfg;
+	char why[256], what[OTLP_URL_MAX + 200];
+	int on;
+
+	on = otlp_config__resolve(&cfg, o->opt->otlp, o->opt->otlp_queue_bytes, NULL, why,
+				  sizeof(why));
+	if (on < 0) {
+		fprintf(stderr, "bindtrace: --otlp: %s\n", why);
+		errno = EINVAL;
+		return -1;
+	}
+	if (!on)
+		return 0;
+	o->otlp = otlp_exporter__start(&cfg);
+	if (!o->otlp)
+		return -1;
+	otlp_exporter__describe(o->otlp, what, sizeof(what));
+	fprintf(stderr, "# otlp: binds exported as traces to %s\n", what);
+	return 0;
+}
 
 struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_t wall_offset_ns)
 {
@@ -55,6 +82,8 @@ struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_
 		if (!o->report)
 			goto fail;
 	}
+	if (open_otlp(o))
+		goto fail;
 	/* Last: it creates its file at once. */
 	if (opt->perfetto) {
 		o->perfetto = perfetto__open(opt->perfetto, wall_offset_ns);
@@ -129,6 +158,16 @@ void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 		o->errors++;
 	if (o->report && report__bind(o->report, &view, o->identities))
 		o->errors++;
+	if (o->otlp)
+		otlp_exporter__bind(o->otlp, &view, o->identities);
+}
+
+bool trace_outputs__otlp_stats(struct trace_outputs *o, struct otlp_stats *s)
+{
+	if (!o || !o->otlp)
+		return false;
+	otlp_exporter__stats(o->otlp, s);
+	return true;
 }
 
 int trace_outputs__reopen(struct trace_outputs *o)
@@ -170,6 +209,7 @@ int trace_outputs__finish(struct trace_outputs *o)
 		e = report__finish(o->report);
 		err = err ? err : e;
 	}
+	otlp_exporter__stop(o->otlp, stderr);
 	if (!err && o->errors)
 		err = -EIO; /* each was said when it happened */
 	return err;
@@ -183,5 +223,6 @@ void trace_outputs__free(struct trace_outputs *o)
 	perfetto__close(o->perfetto);
 	evidence__close(o->evidence);
 	report__close(o->report);
+	otlp_exporter__free(o->otlp);
 	free(o);
 }

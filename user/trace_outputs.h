@@ -1,7 +1,8 @@
 /* The file outputs of the bind tracer, beside the timeline on stdout: --perfetto (Chrome
  * trace-event JSON), --evidence (per-bind decoded frames, kernel events and binary identities)
- * and --report (Markdown write-up of one bind with an SVG waterfall). They see everything the
- * tracer sees, in order, and the finished binds. */
+ * and --report (Markdown write-up of one bind with an SVG waterfall); and the OTLP exporter
+ * (--otlp, or OTEL_EXPORTER_OTLP_*ENDPOINT), which sends the finished binds as traces. They see
+ * everything the tracer sees, in order, and the finished binds. */
 #ifndef BINDTRACE_TRACE_OUTPUTS_H
 #define BINDTRACE_TRACE_OUTPUTS_H
 
@@ -13,6 +14,7 @@
 #include "bindview.h"
 #include "decode.h"
 #include "events.h"
+#include "otlp.h"
 
 struct go_binary;
 
@@ -20,12 +22,14 @@ struct trace_options {
 	bool check;
 	bool json;
 	bool summary_only;
-	bool watchers;	      /* also trace the apiserver's local clients */
-	bool quiet;	      /* no per-bind printing (metrics or files only) */
-	const char *metrics;  /* --metrics ADDR to serve Prometheus metrics on */
-	const char *perfetto; /* file */
-	const char *evidence; /* directory */
-	const char *report;   /* file; needs pod_name */
+	bool watchers;			/* also trace the apiserver's local clients */
+	bool quiet;			/* no per-bind printing (metrics or files only) */
+	const char *metrics;		/* --metrics ADDR to serve Prometheus metrics on */
+	const char *perfetto;		/* file */
+	const char *evidence;		/* directory */
+	const char *report;		/* file; needs pod_name */
+	const char *otlp;		/* --otlp URL: the collector's base URL */
+	unsigned long otlp_queue_bytes; /* --otlp-queue-size; 0: the default */
 	char pod_ns[64];
 	char pod_name[254];
 	char namespace_[64];
@@ -55,10 +59,13 @@ void trace_outputs__fsync(struct trace_outputs *o, const struct actor *who,
 /* A finished bind (already filtered by --pod/--namespace/--count): its bind view, made with the
  * run's wall-clock offset, goes to each output. */
 void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t);
+/* The OTLP exporter's counters; false when it is off. */
+bool trace_outputs__otlp_stats(struct trace_outputs *o, struct otlp_stats *s);
 /* SIGHUP: reopen the files written as the trace goes (after logrotate moved them): --perfetto
  * ends its file validly and starts a new one at the same path. 0, or -errno after a message. */
 int trace_outputs__reopen(struct trace_outputs *o);
-/* Close the files; write what is written at the end (the report). 0, or -errno after a message. */
+/* Close the files; write what is written at the end (the report); send what the OTLP exporter
+ * holds (waiting a few seconds at most) and say its totals. 0, or -errno after a message. */
 int trace_outputs__finish(struct trace_outputs *o);
 void trace_outputs__free(struct trace_outputs *o);
 
