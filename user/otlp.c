@@ -18,6 +18,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -298,6 +299,7 @@ struct otlp_exporter {
 	pthread_t thread;
 	bool started;
 	struct event_base *base;
+	struct evdns_base *dns; /* libevent's resolver: no glibc NSS (the static build) */
 	struct event *tick;
 	SSL_CTX *ssl;
 	struct evhttp_connection *conn;
@@ -653,7 +655,7 @@ static struct evhttp_connection *connect_collector(struct otlp_exporter *e)
 		if (!bev)
 			return NULL;
 	}
-	conn = evhttp_connection_base_bufferevent_new(e->base, NULL, bev, e->host,
+	conn = evhttp_connection_base_bufferevent_new(e->base, e->dns, bev, e->host,
 						      (ev_uint16_t)e->port);
 	if (!conn)
 		return NULL;
@@ -849,6 +851,14 @@ struct otlp_exporter *otlp_exporter__start(const struct otlp_config *c)
 	if (e->https && (err = -tls_setup(e)))
 		goto fail;
 	e->base = event_base_new();
+	/* /etc/resolv.conf and /etc/hosts; without them, names cannot be resolved but
+	 * addresses still work. */
+	if (e->base) {
+		e->dns = evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+							EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+		if (!e->dns)
+			e->dns = evdns_base_new(e->base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+	}
 	e->tick = e->base ? event_new(e->base, -1, EV_PERSIST, on_tick, e) : NULL;
 	if (!e->tick || event_add(e->tick, &tick)) {
 		fprintf(stderr, "bindtrace: otlp: cannot set up libevent\n");
@@ -914,6 +924,8 @@ void otlp_exporter__free(struct otlp_exporter *e)
 		evhttp_connection_free(e->conn);
 	if (e->tick)
 		event_free(e->tick);
+	if (e->dns)
+		evdns_base_free(e->dns, 0);
 	if (e->base)
 		event_base_free(e->base);
 	if (e->ssl)
