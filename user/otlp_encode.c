@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,6 +60,15 @@ enum { STATUS_ERROR = 2 };
 /* The processes that did a bind's spans: at most one per span. */
 #define MAX_OWNERS (1 + BIND_MAX_LEGS)
 
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+/* Fetched once: EVP_sha256() in a digest call fetches the implementation every time. */
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
 /* The first n bytes of SHA-256 of the pieces, each followed by a NUL. */
 static void derive_id(uint8_t *out, size_t n, const char *const *pieces, int n_pieces)
 {
@@ -66,8 +76,9 @@ static void derive_id(uint8_t *out, size_t n, const char *const *pieces, int n_p
 	unsigned int md_len = 0;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 
+	pthread_once(&sha256_once, sha256_fetch);
 	memset(md, 0, sizeof(md));
-	if (ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+	if (ctx && EVP_DigestInit_ex(ctx, sha256_md ? sha256_md : EVP_sha256(), NULL)) {
 		for (int i = 0; i < n_pieces; i++)
 			EVP_DigestUpdate(ctx, pieces[i], strlen(pieces[i]) + 1);
 		EVP_DigestFinal_ex(ctx, md, &md_len);
