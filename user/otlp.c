@@ -608,7 +608,7 @@ static void on_response(struct evhttp_request *req, void *arg)
 		snprintf(e->error, sizeof(e->error), "HTTP %d%s%s", code, body[0] ? ": " : "",
 			 body);
 	} else if (!e->error[0]) {
-		snprintf(e->error, sizeof(e->error), "no answer");
+		snprintf(e->error, sizeof(e->error), "no answer (connection refused or reset)");
 	}
 	e->conn_broken = true;
 	pthread_mutex_lock(&e->lock);
