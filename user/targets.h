@@ -77,7 +77,7 @@ bool targets__has(const struct targets *ts, enum process_role role);
  * every slot is taken (nothing tried); another negative errno when it is not a Go TLS program or
  * is gone (said only with -v). */
 int targets__attach_watcher(struct targets *ts, pid_t pid);
-/* Exited targets detached, replaced by their restarts when found (once a second is plenty). */
+/* Exited targets detached, replaced by their restarts when found (called ten times a second). */
 void targets__check_restarts(struct targets *ts);
 /* Everything detached and closed; waits for the reaper. */
 void targets__close(struct targets *ts);

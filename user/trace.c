@@ -24,9 +24,12 @@
 #include "util.h"
 #include "watchers.h"
 
-#define TICK_NS 50000000ull	       /* the correlator's clock, and the drop counter */
-#define RESTART_CHECK_NS 1000000000ull /* are the targets still there? */
-#define SWEEP_NS 5000000000ull	       /* closed connections */
+#define TICK_NS 50000000ull /* the correlator's clock, and the drop counter */
+/* Are the targets still there? Often: a restarted etcd or kube-scheduler is connected to within
+ * a second, and a connection met after its start is read without its HPACK state. */
+#define RESTART_CHECK_NS 100000000ull
+#define METRICS_NS 1000000000ull
+#define SWEEP_NS 5000000000ull /* closed connections */
 
 struct tracer {
 	struct trace_options opt;
@@ -43,7 +46,7 @@ struct tracer {
 	int64_t wall_offset_ns;
 	uint64_t binds_printed, drops_seen;
 	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
-	uint64_t next_tick, next_restart_check, next_sweep;
+	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
 
 static void on_known_peer(void *ctx, pid_t api, uint64_t conn, pid_t peer)
@@ -265,8 +268,11 @@ static void between_reads(void *ctx, uint64_t now)
 	}
 	if (now >= tr->next_restart_check) {
 		targets__check_restarts(&tr->targets);
-		publish_metrics(tr);
 		tr->next_restart_check = now + RESTART_CHECK_NS;
+	}
+	if (now >= tr->next_metrics) {
+		publish_metrics(tr);
+		tr->next_metrics = now + METRICS_NS;
 	}
 	metrics_server__heartbeat(tr->metrics_server, now);
 	if (now >= tr->next_sweep) {
