@@ -908,6 +908,27 @@ static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from,
 	return hit;
 }
 
+/* A message read before it was written was not that message: with bytes lost, a decoder that
+ * found its footing again can give a later frame the stream of one it never saw (test-faults e:
+ * a bind_response 15 ms after the scheduler had read it). Only when losses were seen: otherwise
+ * an inversion is a defect to show, not to hide. The writer's side goes, as lost. */
+static void drop_uncaused(struct bind_timeline *t)
+{
+	static const enum stage_id pairs[][2] = {
+		{ STAGE_BIND_REQUEST, STAGE_APISERVER_RECEIVED },
+		{ STAGE_ETCD_TXN_SENT, STAGE_ETCD_TXN_RECEIVED },
+		{ STAGE_BIND_RESPONSE, STAGE_BIND_RESPONSE_RECEIVED },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		struct stage *w = &t->stages[pairs[i][0]], *r = &t->stages[pairs[i][1]];
+
+		if (w->seen && r->seen && w->first_ns > r->last_ns)
+			w->seen = false;
+	}
+}
+
 static bool all_seen(const struct bind_timeline *t)
 {
 	int s;
@@ -956,6 +977,8 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 			       &drop);
 	t->gap |= gap;
 	t->drops |= drop;
+	if (drop || t->gap)
+		drop_uncaused(t);
 	/* A request missing while the ring buffer dropped events was lost as far as anyone can
 	 * tell: an answer soon after attaching (on_binding_response) does not show that the bind
 	 * began before bindtrace did. Stages seen at the attach itself do. */
