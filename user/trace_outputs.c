@@ -249,9 +249,22 @@ int trace_outputs__reopen(struct trace_outputs *o)
 	return err;
 }
 
+/* "812 KiB", "3.4 MiB", "1.0 GiB" */
+static const char *size_text(uint64_t bytes, char buf[32])
+{
+	if (bytes < 10ull << 20)
+		snprintf(buf, 32, "%" PRIu64 " KiB", (bytes + 1023) >> 10);
+	else if (bytes < 10ull << 30)
+		snprintf(buf, 32, "%.1f MiB", (double)bytes / (1 << 20));
+	else
+		snprintf(buf, 32, "%.1f GiB", (double)bytes / (1 << 30));
+	return buf;
+}
+
 int trace_outputs__finish(struct trace_outputs *o)
 {
 	struct evidence_quota_stats q;
+	char a[32], b[32], c[32];
 	int err = 0, e;
 
 	if (!o)
@@ -268,10 +281,10 @@ int trace_outputs__finish(struct trace_outputs *o)
 	if (trace_outputs__evidence_stats(o, &q))
 		fprintf(
 		    stderr,
-		    "bindtrace: --evidence %s: %" PRIu64 " binds kept (%.1f of at most %.1f MiB), "
-		    "%" PRIu64 " removed to stay under it (%.1f MiB)%s\n",
-		    o->opt->evidence, q.dirs, (double)q.bytes / 1048576.0,
-		    (double)q.max_bytes / 1048576.0, q.removed, (double)q.removed_bytes / 1048576.0,
+		    "bindtrace: --evidence %s: %" PRIu64 " binds kept (%s of at most %s), %" PRIu64
+		    " removed to stay under it (%s)%s\n",
+		    o->opt->evidence, q.dirs, size_text(q.bytes, a), size_text(q.max_bytes, b),
+		    q.removed, size_text(q.removed_bytes, c),
 		    q.left ? "; some left in place: they hold files bindtrace did not write" : "");
 	if (o->perfetto) {
 		e = perfetto__close(o->perfetto);
