@@ -95,10 +95,10 @@ static const char readme[] =
     "events were pushed out has fewer lines here, and a message whose chunks were has\n"
     "`\"offsets\": null`. Nothing listed is invented.\n"
     "\n"
-    "The directory is kept under a size (`--evidence-max-size`, 1 GiB unless given): past it\n"
-    "the oldest binds' directories are removed, whole, this run's and earlier runs'. Only\n"
-    "the four files above and their directory are ever removed; a directory holding\n"
-    "anything else is not touched (nor counted), and neither is anything else here.\n";
+    "The directory is kept under a size (`--evidence-max-size`: 1 GiB unless given, 0 for no\n"
+    "bound): past it the oldest binds' directories are removed, whole, this run's and earlier\n"
+    "runs'. Only the four files above and their directory are ever removed; a directory\n"
+    "holding anything else is not touched (nor counted), and neither is anything else here.\n";
 
 struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_t retention_ns,
 				uint64_t max_bytes)
