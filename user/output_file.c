@@ -62,26 +62,17 @@ FILE *output_file__open_at(int dir_fd, const char *name, bool exclusive)
 FILE *output_file__open_append(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-	FILE *f;
 
-	if (fd < 0)
-		return NULL;
-	/* An existing file keeps its mode; one made by another hand is made 0600 too. */
-	if (fchmod(fd, 0600)) {
-		int err = errno;
-
-		close(fd);
-		errno = err;
-		return NULL;
-	}
-	f = fdopen(fd, "a");
-	if (!f) {
-		int err = errno;
+	if (fd < 0) {
+		fd = -errno;
+	} else if (fchmod(fd, 0600)) {
+		/* An existing file keeps its mode; one made by another hand is made 0600 too. */
+		int err = -errno;
 
 		close(fd);
-		errno = err;
+		fd = err;
 	}
-	return f;
+	return stream_of(fd); /* O_APPEND: "w" writes at the end, truncating nothing */
 }
 
 int output_file__close(FILE *f)
