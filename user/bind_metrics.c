@@ -48,6 +48,11 @@ struct bind_metrics {
 	struct metric_family *gap_bytes;
 	struct metric_family *refused;
 	struct metric_family *otlp_exported, *otlp_dropped, *otlp_queue;
+	struct metric_family *open_binds;
+	struct metric_family *evicted;
+	struct metric_family *evidence_bytes;
+	struct metric_family *evidence_max;
+	struct metric_family *evidence_removed;
 	int attached[N_TARGET_ROLES]; /* between targets_begin and targets_end */
 	/* The targets reported, last round [0] and this one [1]: target_info is rebuilt only when
 	 * they differ, so a scrape can fall between its reset and its refill only on a restart. */
@@ -137,10 +142,29 @@ struct bind_metrics *bind_metrics__new(void)
 	    r, "bindtrace_otlp_queue_bytes",
 	    "Bytes of encoded spans waiting for the OTLP collector, the batch in flight included",
 	    METRIC_GAUGE, no_labels, NULL, 0);
+	bm->open_binds =
+	    metrics__family(r, "bindtrace_open_binds", "Binds in flight: seen, not yet finished",
+			    METRIC_GAUGE, no_labels, NULL, 0);
+	bm->evicted = metrics__family(
+	    r, "bindtrace_binds_evicted_total",
+	    "Binds finished early, as they were, because the table of binds in flight was full",
+	    METRIC_COUNTER, no_labels, NULL, 0);
+	bm->evidence_bytes =
+	    metrics__family(r, "bindtrace_evidence_bytes",
+			    "Bytes on disk of the --evidence directory's bind directories",
+			    METRIC_GAUGE, no_labels, NULL, 0);
+	bm->evidence_max = metrics__family(r, "bindtrace_evidence_max_bytes",
+					   "The --evidence directory's bound (--evidence-max-size)",
+					   METRIC_GAUGE, no_labels, NULL, 0);
+	bm->evidence_removed = metrics__family(
+	    r, "bindtrace_evidence_removed_total",
+	    "Binds whose --evidence directory was removed, oldest first, to stay under the bound",
+	    METRIC_COUNTER, no_labels, NULL, 0);
 	if (!bm->build_info || !bm->target_info || !bm->target_attached || !bm->binds ||
 	    !bm->total || !bm->legs || !bm->missing || !bm->drops || !bm->truncated || !bm->gaps ||
 	    !bm->gap_bytes || !bm->refused || !bm->otlp_exported || !bm->otlp_dropped ||
-	    !bm->otlp_queue)
+	    !bm->otlp_queue || !bm->open_binds || !bm->evicted || !bm->evidence_bytes ||
+	    !bm->evidence_max || !bm->evidence_removed)
 		goto fail;
 
 	metric__set(bm->build_info,
@@ -158,6 +182,8 @@ struct bind_metrics *bind_metrics__new(void)
 	metric__touch(bm->drops, NULL);
 	metric__touch(bm->truncated, NULL);
 	metric__touch(bm->refused, NULL);
+	metric__touch(bm->open_binds, NULL);
+	metric__touch(bm->evicted, NULL);
 	for (i = 0; i < N_TARGET_ROLES; i++) {
 		const char *role[] = { process_role__name(target_roles[i]) };
 
@@ -313,6 +339,24 @@ void bind_metrics__bpf_counters(struct bind_metrics *bm, uint64_t ringbuf_drops,
 		return;
 	metric__set(bm->drops, NULL, (double)ringbuf_drops);
 	metric__set(bm->truncated, NULL, (double)truncated_bytes);
+}
+
+void bind_metrics__correlator(struct bind_metrics *bm, uint64_t open, uint64_t evicted)
+{
+	if (!bm)
+		return;
+	metric__set(bm->open_binds, NULL, (double)open);
+	metric__set(bm->evicted, NULL, (double)evicted);
+}
+
+void bind_metrics__evidence(struct bind_metrics *bm, uint64_t bytes, uint64_t max_bytes,
+			    uint64_t removed)
+{
+	if (!bm)
+		return;
+	metric__set(bm->evidence_bytes, NULL, (double)bytes);
+	metric__set(bm->evidence_max, NULL, (double)max_bytes);
+	metric__set(bm->evidence_removed, NULL, (double)removed);
 }
 
 void bind_metrics__gap(struct bind_metrics *bm, enum process_role role, uint64_t bytes)

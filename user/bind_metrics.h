@@ -19,6 +19,10 @@
  *   bindtrace_otlp_spans_exported_total                          counter (--otlp)
  *   bindtrace_otlp_spans_dropped_total{reason}                   counter (--otlp)
  *   bindtrace_otlp_queue_bytes                                   gauge (--otlp)
+ *   bindtrace_open_binds                                         gauge, binds in flight
+ *   bindtrace_binds_evicted_total                                counter, closed early (table full)
+ *   bindtrace_evidence_bytes, bindtrace_evidence_max_bytes       gauge (with --evidence)
+ *   bindtrace_evidence_removed_total                             counter (with --evidence)
  * Histogram buckets run from 50 us to 10 s in 1-2-5 steps. */
 #ifndef BINDTRACE_BIND_METRICS_H
 #define BINDTRACE_BIND_METRICS_H
@@ -53,6 +57,13 @@ void bind_metrics__targets_end(struct bind_metrics *bm);
 /* The BPF side's totals since load (monotonic): ring-buffer drops, bytes of calls cut. */
 void bind_metrics__bpf_counters(struct bind_metrics *bm, uint64_t ringbuf_drops,
 				uint64_t truncated_bytes);
+/* The correlator's binds in flight, and those it closed early, as they were, because its table of
+ * open binds was full (they are in bindtrace_binds_total too). */
+void bind_metrics__correlator(struct bind_metrics *bm, uint64_t open, uint64_t evicted);
+/* --evidence's size bound: bytes its bind directories take, the bound, and the bind directories
+ * removed (oldest first) to stay under it. */
+void bind_metrics__evidence(struct bind_metrics *bm, uint64_t bytes, uint64_t max_bytes,
+			    uint64_t removed);
 /* Bytes lost on a connection of a process in this role (a capture gap). */
 void bind_metrics__gap(struct bind_metrics *bm, enum process_role role, uint64_t bytes);
 

@@ -19,7 +19,7 @@
 #include "correlate.h"
 #include "util.h"
 
-#define MAX_OPEN 8192
+#define MAX_OPEN CORRELATOR_MAX_OPEN
 #define MAX_OBS 16384
 #define MAX_LOSSES 1024
 #define MAX_DROP_SPANS 256

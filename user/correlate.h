@@ -156,6 +156,10 @@ const char *bind_result__name(enum bind_result result);
 const char *process_role__name(enum process_role role);
 
 struct correlator;
+/* Binds in flight at most: one more closes the oldest as it is (counted: evicted). Each also
+ * closes on its own after max_open_ns, or once answered after its watch event and the linger
+ * (at most 10 s after the answer without that event). */
+#define CORRELATOR_MAX_OPEN 8192
 typedef void (*bind_done_cb)(const struct bind_timeline *bind, void *ctx);
 
 struct correlator_options {

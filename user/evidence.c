@@ -11,6 +11,7 @@
 #include "bind_json.h"
 #include "evidence.h"
 #include "evidence_log.h"
+#include "evidence_quota.h"
 #include "identity.h"
 #include "output_file.h"
 #include "util.h"
@@ -20,7 +21,8 @@ struct evidence {
 	int dir_fd;
 	int64_t wall_offset_ns;
 	struct evidence_log *log;
-	bool failed; /* a write failed: said once */
+	struct evidence_quota *quota; /* NULL: no bound */
+	bool failed;		      /* a write failed: said once */
 };
 
 /* ---- Open and feed ---- */
@@ -91,9 +93,15 @@ static const char readme[] =
     "--linger, at most 16384 data events and 4096 messages per connection, 1M data events and\n"
     "64 MB of messages in all). On a very busy connection the oldest go first: a stage whose\n"
     "events were pushed out has fewer lines here, and a message whose chunks were has\n"
-    "`\"offsets\": null`. Nothing listed is invented.\n";
+    "`\"offsets\": null`. Nothing listed is invented.\n"
+    "\n"
+    "The directory is kept under a size (`--evidence-max-size`: 1 GiB unless given, 0 for no\n"
+    "bound): past it the oldest binds' directories are removed, whole, this run's and earlier\n"
+    "runs'. Only the four files above and their directory are ever removed; a directory\n"
+    "holding anything else is not touched (nor counted), and neither is anything else here.\n";
 
-struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_t retention_ns)
+struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_t retention_ns,
+				uint64_t max_bytes)
 {
 	struct evidence *ev;
 	FILE *f;
@@ -130,6 +138,15 @@ struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_
 		fprintf(stderr, "bindtrace: --evidence %s: cannot write README.md: %s\n", dir,
 			strerror(-err));
 		goto fail;
+	}
+	if (max_bytes) {
+		ev->quota = evidence_quota__new(ev->dir_fd, max_bytes);
+		if (!ev->quota) {
+			err = -errno;
+			fprintf(stderr, "bindtrace: --evidence %s: cannot read the directory: %s\n",
+				dir, strerror(-err));
+			goto fail;
+		}
 	}
 	return ev;
 fail:
@@ -479,21 +496,24 @@ static int write_lines(int dir_fd, const char *name, struct lines *l, json_t *he
 	return output_file__close(f);
 }
 
+#define BIND_DIR_MAX (BIND_NS_MAX + BIND_NAME_MAX + 48)
+
 /* DIR/NNNN-ns-name, made anew: a directory left by an earlier run with the same number gets a
- * suffix, never reused. Its fd, or -errno. */
-static int bind_dir__create(struct evidence *ev, const struct bind_timeline *t)
+ * suffix, never reused. Its fd, or -errno; its name in sub. */
+static int bind_dir__create(struct evidence *ev, const struct bind_timeline *t,
+			    char sub[BIND_DIR_MAX])
 {
-	char ns[BIND_NS_MAX], name[BIND_NAME_MAX], sub[BIND_NS_MAX + BIND_NAME_MAX + 48];
+	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
 	int attempt, fd;
 
 	sanitize(ns, sizeof(ns), t->namespace_);
 	sanitize(name, sizeof(name), t->name);
 	for (attempt = 0;; attempt++) {
 		if (attempt)
-			snprintf(sub, sizeof(sub), "%04" PRIu64 "-%s-%s.%d", t->seq, ns, name,
+			snprintf(sub, BIND_DIR_MAX, "%04" PRIu64 "-%s-%s.%d", t->seq, ns, name,
 				 attempt);
 		else
-			snprintf(sub, sizeof(sub), "%04" PRIu64 "-%s-%s", t->seq, ns, name);
+			snprintf(sub, BIND_DIR_MAX, "%04" PRIu64 "-%s-%s", t->seq, ns, name);
 		fd = output_dir__create_at(ev->dir_fd, sub);
 		if (fd >= 0 || fd != -EEXIST || attempt == 99)
 			return fd;
@@ -561,9 +581,10 @@ int evidence__bind(struct evidence *ev, const struct bind_view *view, const stru
 {
 	const struct bind_timeline *t = view->t;
 	const char *what = "create the bind's directory";
+	char sub[BIND_DIR_MAX];
 	int dir_fd, err;
 
-	dir_fd = bind_dir__create(ev, t);
+	dir_fd = bind_dir__create(ev, t, sub);
 	err = dir_fd < 0 ? dir_fd : 0;
 	if (!err) {
 		what = "write bind.json";
@@ -580,9 +601,21 @@ int evidence__bind(struct evidence *ev, const struct bind_view *view, const stru
 			what, t->namespace_, t->name, strerror(-err));
 		ev->failed = true;
 	}
-	if (dir_fd >= 0)
+	if (dir_fd >= 0) {
 		close(dir_fd);
+		/* Counted even when a write failed: what it holds is on the disk. */
+		if (ev->quota)
+			evidence_quota__add(ev->quota, sub);
+	}
 	return err;
+}
+
+bool evidence__stats(const struct evidence *ev, struct evidence_quota_stats *s)
+{
+	if (!ev->quota)
+		return false;
+	evidence_quota__stats(ev->quota, s);
+	return true;
 }
 
 void evidence__close(struct evidence *ev)
@@ -590,6 +623,7 @@ void evidence__close(struct evidence *ev)
 	if (!ev)
 		return;
 	evidence_log__free(ev->log);
+	evidence_quota__free(ev->quota);
 	if (ev->dir_fd >= 0)
 		close(ev->dir_fd);
 	free(ev->dir);

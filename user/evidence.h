@@ -19,13 +19,17 @@
 #include "decode.h"
 #include "events.h"
 
+struct evidence_quota_stats;
 struct identities;
 
 struct evidence;
 
 /* Create dir (0700) if needed and write its README.md. NULL with errno after a one-line
- * "bindtrace: --evidence DIR: ..." on stderr. retention_ns: how long the rings keep events. */
-struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_t retention_ns);
+ * "bindtrace: --evidence DIR: ..." on stderr. retention_ns: how long the rings keep events;
+ * max_bytes: the bind directories are kept under this size on disk, the oldest removed
+ * (evidence_quota.h; 0: no bound). */
+struct evidence *evidence__open(const char *dir, int64_t wall_offset_ns, uint64_t retention_ns,
+				uint64_t max_bytes);
 void evidence__data(struct evidence *ev, const struct actor *who, const struct data_event *e);
 void evidence__message(struct evidence *ev, const struct actor *who, const struct decoded_msg *msg);
 void evidence__fsync(struct evidence *ev, const struct actor *who, const struct fsync_event *e,
@@ -33,6 +37,8 @@ void evidence__fsync(struct evidence *ev, const struct actor *who, const struct 
 /* Write DIR/NNNN-ns-name/; binaries.json lists the registry's identities (complete: the router
  * waited for them). 0, or -errno after a message on stderr. */
 int evidence__bind(struct evidence *ev, const struct bind_view *view, const struct identities *ids);
+/* The size bound's state: false when there is none. */
+bool evidence__stats(const struct evidence *ev, struct evidence_quota_stats *s);
 void evidence__close(struct evidence *ev);
 
 #endif

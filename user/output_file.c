@@ -59,6 +59,22 @@ FILE *output_file__open_at(int dir_fd, const char *name, bool exclusive)
 	return stream_of(output_file__create_at(dir_fd, name, exclusive));
 }
 
+FILE *output_file__open_append(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0) {
+		fd = -errno;
+	} else if (fchmod(fd, 0600)) {
+		/* An existing file keeps its mode; one made by another hand is made 0600 too. */
+		int err = -errno;
+
+		close(fd);
+		fd = err;
+	}
+	return stream_of(fd); /* O_APPEND: "w" writes at the end, truncating nothing */
+}
+
 int output_file__close(FILE *f)
 {
 	int bad = ferror(f);

@@ -16,6 +16,9 @@ int output_file__create_at(int dir_fd, const char *name, bool exclusive);
 /* The same as a stdio stream; NULL with errno. */
 FILE *output_file__open(const char *path, bool exclusive);
 FILE *output_file__open_at(int dir_fd, const char *name, bool exclusive);
+/* Open path for appending (created 0600 when missing), as a log that logrotate moves away: NULL
+ * with errno. */
+FILE *output_file__open_append(const char *path);
 /* fclose, saying whether everything written reached the file: 0 or -EIO. */
 int output_file__close(FILE *f);
 /* Could path be created or rewritten? Asked without truncating an existing file or leaving a

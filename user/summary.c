@@ -1,5 +1,7 @@
-/* --summary and the summary at exit: per leg every duration kept (binds are few per second),
- * sorted when printed. */
+/* --summary and the summary at exit: per leg the durations kept, sorted when printed. A tracer
+ * runs for days, so what is kept is bounded: every duration up to SUMMARY_KEEP per leg (the
+ * percentiles are exact), then a uniform random sample of that many (reservoir sampling,
+ * Vitter's algorithm R) with the count and the maximum still exact. */
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -7,18 +9,25 @@
 
 struct series {
 	int64_t *v;
-	size_t n, cap;
+	size_t n, cap; /* kept; n <= SUMMARY_KEEP */
+	uint64_t seen;
+	int64_t max;
 };
 
 struct summary {
 	struct series legs[LEG_MAX];
+	uint64_t rng; /* xorshift64: the sample is the same from run to run */
 	uint64_t binds, complete, unschedulable, conflicts, other;
 	uint64_t hist[64]; /* total latency, log2 of microseconds */
 };
 
 struct summary *summary__new(void)
 {
-	return calloc(1, sizeof(struct summary));
+	struct summary *s = calloc(1, sizeof(struct summary));
+
+	if (s)
+		s->rng = 0x9e3779b97f4a7c15ull;
+	return s;
 }
 
 void summary__free(struct summary *s)
@@ -32,10 +41,32 @@ void summary__free(struct summary *s)
 	free(s);
 }
 
-static void series_add(struct series *s, int64_t v)
+static uint64_t next_random(uint64_t *x)
 {
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void series_add(struct summary *sum, struct series *s, int64_t v)
+{
+	uint64_t slot;
+
+	if (!s->seen++ || v > s->max)
+		s->max = v;
+	if (s->n == SUMMARY_KEEP) {
+		/* The seen-th value replaces a kept one with probability KEEP / seen. */
+		slot = next_random(&sum->rng) % s->seen;
+		if (slot < SUMMARY_KEEP)
+			s->v[slot] = v;
+		return;
+	}
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
+
+		if (cap > SUMMARY_KEEP)
+			cap = SUMMARY_KEEP;
 		int64_t *n = realloc(s->v, cap * sizeof(*n));
 
 		if (!n)
@@ -67,9 +98,9 @@ void summary__add(struct summary *s, const struct bind_view *view)
 		if (l == LEG_WATCH_FANOUT || l == LEG_WATCH_DELIVERY) {
 			for (w = 0; w < t->n_watchers; w++)
 				if (leg__duration(t, (enum leg_id)l, w, &d))
-					series_add(&s->legs[l], d);
+					series_add(s, &s->legs[l], d);
 		} else if (leg__duration(t, (enum leg_id)l, -1, &d)) {
-			series_add(&s->legs[l], d);
+			series_add(s, &s->legs[l], d);
 		}
 	}
 	if (leg__duration(t, LEG_TOTAL, -1, &d) && d >= 0) {
@@ -101,6 +132,7 @@ static double pct(const struct series *s, double p)
 void summary__print(FILE *out, const struct summary *s)
 {
 	uint64_t most = 0;
+	bool sampled = false;
 	int l, b, lo = 64, hi = -1;
 
 	fprintf(out,
@@ -114,10 +146,18 @@ void summary__print(FILE *out, const struct summary *s)
 
 		if (sr->n)
 			qsort(sr->v, sr->n, sizeof(*sr->v), cmp_i64);
-		fprintf(out, "%-24s %7zu %10.3f %10.3f %10.3f %10.3f\n", leg__name((enum leg_id)l),
-			sr->n, pct(sr, 50), pct(sr, 90), pct(sr, 99),
-			sr->n ? ns__ms(sr->v[sr->n - 1]) : 0.0);
+		fprintf(out, "%-24s %7" PRIu64 " %10.3f %10.3f %10.3f %10.3f\n",
+			leg__name((enum leg_id)l), sr->seen, pct(sr, 50), pct(sr, 90), pct(sr, 99),
+			sr->seen ? ns__ms(sr->max) : 0.0);
+		if (sr->seen > sr->n)
+			sampled = true;
 	}
+	if (sampled)
+		fprintf(
+		    out,
+		    "(percentiles of legs with more than %d durations are from a uniform sample "
+		    "of %d; COUNT and MAX are exact)\n",
+		    SUMMARY_KEEP, SUMMARY_KEEP);
 	for (b = 0; b < 64; b++) {
 		if (!s->hist[b])
 			continue;

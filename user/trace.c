@@ -3,7 +3,7 @@
  * the tracing session (session.c), hands each event to the dispatch (dispatch.c: decoders,
  * correlator, outputs), and between reads of the ring buffer does what may block: the queued
  * work, the sockets' refresh, the correlator's clock, restarts and closed connections. Finished
- * binds come back through on_bind to stdout and the file outputs. */
+ * binds come back through on_bind to stdout (or --output) and the file outputs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "correlate.h"
 #include "dispatch.h"
+#include "evidence_quota.h"
 #include "metrics_http.h"
 #include "session.h"
 #include "sockets.h"
@@ -95,6 +96,7 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 {
 	struct tracer *tr = ctx;
 	struct bind_view view;
+	FILE *out;
 
 	if (!wanted(&tr->opt, t))
 		return;
@@ -104,12 +106,13 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 	bind_view__init(&view, t, tr->wall_offset_ns);
 	summary__add(tr->summary, &view);
 	bind_metrics__bind(tr->metrics, &view);
-	if (!tr->opt.summary_only && !tr->opt.quiet) {
+	out = trace_outputs__stream(tr->outputs);
+	if (!tr->opt.summary_only && !tr->opt.quiet && out) {
 		if (tr->opt.json)
-			timeline__print_json(stdout, &view);
+			timeline__print_json(out, &view);
 		else
-			timeline__print(stdout, &view);
-		fflush(stdout);
+			timeline__print(out, &view);
+		fflush(out);
 	}
 	trace_outputs__bind(tr->outputs, t);
 	if (tr->opt.count && tr->binds_printed >= tr->opt.count)
@@ -203,6 +206,8 @@ static void publish_metrics(struct tracer *tr)
 {
 	uint64_t counters[COUNTER_MAX];
 	struct otlp_stats otlp;
+	struct correlator_stats cstats;
+	struct evidence_quota_stats ev;
 	int i;
 
 	if (!tr->metrics)
@@ -222,6 +227,12 @@ static void publish_metrics(struct tracer *tr)
 	session__counters(tr->session, counters);
 	bind_metrics__bpf_counters(tr->metrics, counters[COUNTER_RINGBUF_DROPS],
 				   counters[COUNTER_TRUNCATED]);
+	if (tr->corr) {
+		correlator__stats(tr->corr, &cstats);
+		bind_metrics__correlator(tr->metrics, cstats.open, cstats.evicted);
+	}
+	if (trace_outputs__evidence_stats(tr->outputs, &ev))
+		bind_metrics__evidence(tr->metrics, ev.bytes, ev.max_bytes, ev.removed);
 }
 
 static void print_header(struct tracer *tr, uint64_t attach_ns)
@@ -315,18 +326,23 @@ static void print_totals(struct tracer *tr)
 	struct correlator_stats cstats;
 	struct dispatch_stats dstats;
 	uint64_t counters[COUNTER_MAX];
+	char evicted[96] = "";
 
 	correlator__stats(tr->corr, &cstats);
 	dispatch__stats(tr->dispatch, &dstats);
 	session__counters(tr->session, counters);
+	if (cstats.evicted)
+		snprintf(evicted, sizeof(evicted),
+			 "; %llu finished early: too many binds in flight at once",
+			 (unsigned long long)cstats.evicted);
 	summary__print(tr->opt.json ? stderr : stdout, tr->summary);
 	fprintf(stderr,
 		"bindtrace: %llu events, %llu ring buffer drops, %llu binds seen (%llu complete, "
-		"%llu unschedulable)%s\n",
+		"%llu unschedulable)%s%s\n",
 		(unsigned long long)session__events(tr->session),
 		(unsigned long long)counters[COUNTER_RINGBUF_DROPS],
 		(unsigned long long)cstats.binds, (unsigned long long)cstats.complete,
-		(unsigned long long)cstats.unschedulable,
+		(unsigned long long)cstats.unschedulable, evicted,
 		dstats.conn_table_full ? "; connection table full: some traffic not decoded" : "");
 	if (verbose)
 		fprintf(stderr, "bindtrace: %llu connections closed and their decoders freed\n",

@@ -23,6 +23,8 @@ enum {
 	OPT_METRICS,
 	OPT_OTLP,
 	OPT_OTLP_QUEUE,
+	OPT_OUTPUT,
+	OPT_EVIDENCE_MAX,
 };
 
 static const struct argp_option trace_argp_options[] = {
@@ -38,10 +40,16 @@ static const struct argp_option trace_argp_options[] = {
 	{ "json", 'j', NULL, 0, "One JSON object per bind (schema in the README)", 2 },
 	{ "summary", OPT_SUMMARY, NULL, 0,
 	  "Only the per-leg percentile summary (always printed on exit)", 2 },
+	{ "output", OPT_OUTPUT, "FILE", 0,
+	  "Append the per-bind output to FILE instead of stdout (0600; SIGHUP reopens it)", 2 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
 	  "Also write a Chrome trace-event JSON for ui.perfetto.dev", 2 },
 	{ "evidence", OPT_EVIDENCE, "DIR", 0,
 	  "Also write, per bind, the decoded frames, kernel events and binary identities", 2 },
+	{ "evidence-max-size", OPT_EVIDENCE_MAX, "SIZE", 0,
+	  "Keep --evidence DIR under SIZE on disk, removing the oldest binds' (K/M/G suffixes; "
+	  "default 1G; 0: no bound)",
+	  2 },
 	{ "report", OPT_REPORT, "FILE", 0,
 	  "Write a Markdown report (and FILE.svg waterfall) of the bind given by --pod", 2 },
 	{ "metrics", OPT_METRICS, "ADDR", 0,
@@ -91,7 +99,10 @@ static const char trace_doc[] =
     "  sudo bindtrace --perfetto binds.json --evidence ./evidence\n"
     "  sudo bindtrace --quiet --metrics 127.0.0.1:9464   # an agent: Prometheus scrapes it\n"
     "  sudo bindtrace --quiet --otlp http://127.0.0.1:4318   # traces to Jaeger / a collector\n"
+    "  sudo bindtrace --json --output /var/log/bindtrace.jsonl   # kill -HUP after logrotate\n"
     "  sudo bindtrace --scheduler-pid 812 --apiserver-pid 640 --etcd-pid 590\n";
+
+static bool evidence_max_given;
 
 static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 {
@@ -126,6 +137,19 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_EVIDENCE:
 		opt->evidence = arg;
+		break;
+	case OPT_EVIDENCE_MAX:
+		evidence_max_given = true;
+		if (!strcmp(arg, "0"))
+			opt->evidence_max_bytes = 0;
+		else if (util__parse_size(arg, 64 * 1024, 1ull << 50, &opt->evidence_max_bytes))
+			argp_error(state, "invalid --evidence-max-size '%s' (64K or more, or 0)",
+				   arg);
+		break;
+	case OPT_OUTPUT:
+		if (!*arg)
+			argp_error(state, "invalid --output ''");
+		opt->output = arg;
 		break;
 	case OPT_REPORT:
 		opt->report = arg;
@@ -195,6 +219,11 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (opt->report && !opt->pod_name[0])
 			argp_error(state, "--report needs --pod NS/NAME");
+		if (evidence_max_given && !opt->evidence)
+			argp_error(state, "--evidence-max-size needs --evidence DIR");
+		if (opt->output && (opt->quiet || opt->summary_only))
+			argp_error(state, "--output takes the per-bind output: not with %s",
+				   opt->quiet ? "--quiet" : "--summary");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -212,5 +241,7 @@ void trace_cli__parse(int argc, char **argv, struct trace_options *opt)
 	opt->ringbuf_bytes = 4 * 1024 * 1024;
 	opt->linger_ms = 500;
 	opt->watchers = true;
+	opt->evidence_max_bytes = 1ull << 30;
+	evidence_max_given = false;
 	argp_parse(&argp, argc, argv, 0, NULL, opt);
 }

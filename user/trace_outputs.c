@@ -1,5 +1,6 @@
-/* The file outputs of the bind tracer: routes what the tracer sees to --perfetto (perfetto.c),
- * --evidence (evidence.c), --report (report.c) and --otlp (otlp.c), each bind as one bind view, and owns the
+/* The file outputs of the bind tracer: holds the per-bind output's stream (stdout or --output),
+ * routes what the tracer sees to --perfetto (perfetto.c), --evidence (evidence.c), --report
+ * (report.c) and --otlp (otlp.c), each bind as one bind view, and owns the
  * run's one registry of process identities, which the writers that cite binaries read. Each
  * output is off unless its option is given.
  *
@@ -7,13 +8,16 @@
  * trace_outputs__process() on, so attaching is not delayed; the first bind written waits for
  * what is not done yet. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "evidence.h"
+#include "evidence_quota.h"
 #include "identity.h"
 #include "otlp.h"
+#include "output_file.h"
 #include "perfetto.h"
 #include "report.h"
 #include "trace_outputs.h"
@@ -25,6 +29,8 @@
 struct trace_outputs {
 	const struct trace_options *opt;
 	int64_t wall_offset_ns;
+	FILE *output;	    /* --output; NULL without it, or after a failed reopen */
+	bool output_failed; /* said once */
 	struct perfetto *perfetto;
 	struct evidence *evidence;
 	struct report *report;
@@ -70,10 +76,19 @@ struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_
 	o->identities = identities__new();
 	if (!o->identities)
 		goto fail;
+	if (opt->output) {
+		o->output = output_file__open_append(opt->output);
+		if (!o->output) {
+			fprintf(stderr, "bindtrace: --output %s: %s\n", opt->output,
+				strerror(errno));
+			goto fail;
+		}
+	}
 	if (opt->evidence) {
 		o->evidence =
 		    evidence__open(opt->evidence, wall_offset_ns,
-				   OUTPUTS_RETENTION_NS + (uint64_t)opt->linger_ms * 1000000ull);
+				   OUTPUTS_RETENTION_NS + (uint64_t)opt->linger_ms * 1000000ull,
+				   opt->evidence_max_bytes);
 		if (!o->evidence)
 			goto fail;
 	}
@@ -96,6 +111,18 @@ fail:
 	trace_outputs__free(o);
 	errno = err;
 	return NULL;
+}
+
+FILE *trace_outputs__stream(struct trace_outputs *o)
+{
+	if (!o || !o->opt->output)
+		return stdout;
+	return o->output;
+}
+
+bool trace_outputs__evidence_stats(const struct trace_outputs *o, struct evidence_quota_stats *s)
+{
+	return o && o->evidence && evidence__stats(o->evidence, s);
 }
 
 static int role_sort_index(const char *role)
@@ -170,15 +197,44 @@ bool trace_outputs__otlp_stats(struct trace_outputs *o, struct otlp_stats *s)
 	return true;
 }
 
+/* --output: the file closed and opened again at its path. */
+static int reopen_output(struct trace_outputs *o)
+{
+	int err = 0;
+
+	if (o->output && output_file__close(o->output)) {
+		err = -EIO;
+		fprintf(stderr, "bindtrace: --output %s: not all was written before reopening\n",
+			o->opt->output);
+	}
+	o->output = output_file__open_append(o->opt->output);
+	if (!o->output) {
+		err = -errno;
+		o->errors++;
+		if (!o->output_failed)
+			fprintf(stderr,
+				"bindtrace: --output %s: cannot reopen: %s (binds are not printed "
+				"until a SIGHUP reopens it)\n",
+				o->opt->output, strerror(-err));
+		o->output_failed = true;
+	}
+	return err;
+}
+
 int trace_outputs__reopen(struct trace_outputs *o)
 {
-	int err = 0, i;
+	int err = 0, e, i;
 
+	if (o && o->opt->output)
+		err = reopen_output(o);
 	/* --evidence writes a directory per bind and holds nothing open; --report is written at
 	 * exit. */
-	if (!o || !o->perfetto)
-		return 0;
-	err = perfetto__close(o->perfetto);
+	if (!o || !o->opt->perfetto)
+		return err;
+	if (o->perfetto) { /* else an earlier reopen failed: tried again */
+		e = perfetto__close(o->perfetto);
+		err = err ? err : e;
+	}
 	o->perfetto = perfetto__open(o->opt->perfetto, o->wall_offset_ns);
 	if (!o->perfetto) {
 		o->errors++;
@@ -193,13 +249,43 @@ int trace_outputs__reopen(struct trace_outputs *o)
 	return err;
 }
 
+/* "812 KiB", "3.4 MiB", "1.0 GiB" */
+static const char *size_text(uint64_t bytes, char buf[32])
+{
+	if (bytes < 10ull << 20)
+		snprintf(buf, 32, "%" PRIu64 " KiB", (bytes + 1023) >> 10);
+	else if (bytes < 10ull << 30)
+		snprintf(buf, 32, "%.1f MiB", (double)bytes / (1 << 20));
+	else
+		snprintf(buf, 32, "%.1f GiB", (double)bytes / (1 << 30));
+	return buf;
+}
+
 int trace_outputs__finish(struct trace_outputs *o)
 {
+	struct evidence_quota_stats q;
+	char a[32], b[32], c[32];
 	int err = 0, e;
 
 	if (!o)
 		return 0;
 	identities__wait(o->identities);
+	if (o->output) {
+		if (output_file__close(o->output)) {
+			fprintf(stderr, "bindtrace: --output %s: not all was written\n",
+				o->opt->output);
+			err = -EIO;
+		}
+		o->output = NULL;
+	}
+	if (trace_outputs__evidence_stats(o, &q))
+		fprintf(
+		    stderr,
+		    "bindtrace: --evidence %s: %" PRIu64 " binds kept (%s of at most %s), %" PRIu64
+		    " removed to stay under it (%s)%s\n",
+		    o->opt->evidence, q.dirs, size_text(q.bytes, a), size_text(q.max_bytes, b),
+		    q.removed, size_text(q.removed_bytes, c),
+		    q.left ? "; some left in place: they hold files bindtrace did not write" : "");
 	if (o->perfetto) {
 		e = perfetto__close(o->perfetto);
 		o->perfetto = NULL;
@@ -220,6 +306,8 @@ void trace_outputs__free(struct trace_outputs *o)
 	if (!o)
 		return;
 	identities__free(o->identities);
+	if (o->output)
+		fclose(o->output);
 	perfetto__close(o->perfetto);
 	evidence__close(o->evidence);
 	report__close(o->report);

@@ -1,8 +1,9 @@
-/* The file outputs of the bind tracer, beside the timeline on stdout: --perfetto (Chrome
- * trace-event JSON), --evidence (per-bind decoded frames, kernel events and binary identities)
- * and --report (Markdown write-up of one bind with an SVG waterfall); and the OTLP exporter
- * (--otlp, or OTEL_EXPORTER_OTLP_*ENDPOINT), which sends the finished binds as traces. They see
- * everything the tracer sees, in order, and the finished binds. */
+/* The file outputs of the bind tracer: where the per-bind timeline goes (stdout, or --output
+ * FILE), --perfetto (Chrome trace-event JSON), --evidence (per-bind decoded frames, kernel events
+ * and binary identities, kept under --evidence-max-size) and --report (Markdown write-up of one
+ * bind with an SVG waterfall); and the OTLP exporter (--otlp, or OTEL_EXPORTER_OTLP_*ENDPOINT),
+ * which sends the finished binds as traces. They see everything the tracer sees, in order, and
+ * the finished binds. */
 #ifndef BINDTRACE_TRACE_OUTPUTS_H
 #define BINDTRACE_TRACE_OUTPUTS_H
 
@@ -16,6 +17,7 @@
 #include "events.h"
 #include "otlp.h"
 
+struct evidence_quota_stats;
 struct go_binary;
 
 struct trace_options {
@@ -25,8 +27,10 @@ struct trace_options {
 	bool watchers;			/* also trace the apiserver's local clients */
 	bool quiet;			/* no per-bind printing (metrics or files only) */
 	const char *metrics;		/* --metrics ADDR to serve Prometheus metrics on */
+	const char *output;		/* file the per-bind output goes to instead of stdout */
 	const char *perfetto;		/* file */
 	const char *evidence;		/* directory */
+	uint64_t evidence_max_bytes;	/* --evidence kept under this size (0: no bound) */
 	const char *report;		/* file; needs pod_name */
 	const char *otlp;		/* --otlp URL: the collector's base URL */
 	unsigned long otlp_queue_bytes; /* --otlp-queue-size; 0: the default */
@@ -45,6 +49,11 @@ struct trace_outputs;
 /* NULL with errno set, after a one-line error on stderr, when a file or directory cannot be
  * created. Files are created 0600 (they hold request contents). */
 struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_t wall_offset_ns);
+/* Where the per-bind output (timeline or JSON) goes: stdout, or the --output file (appended to,
+ * 0600); NULL while --output could not be reopened (said once; the next SIGHUP tries again). */
+FILE *trace_outputs__stream(struct trace_outputs *o);
+/* The --evidence size bound's state, for the metrics: false without --evidence. */
+bool trace_outputs__evidence_stats(const struct trace_outputs *o, struct evidence_quota_stats *s);
 /* An attached process and its binary's identity. */
 void trace_outputs__process(struct trace_outputs *o, const char *role, pid_t pid, const char *exe,
 			    const char *go_version, const char *module_version,
@@ -61,11 +70,13 @@ void trace_outputs__fsync(struct trace_outputs *o, const struct actor *who,
 void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t);
 /* The OTLP exporter's counters; false when it is off. */
 bool trace_outputs__otlp_stats(struct trace_outputs *o, struct otlp_stats *s);
-/* SIGHUP: reopen the files written as the trace goes (after logrotate moved them): --perfetto
- * ends its file validly and starts a new one at the same path. 0, or -errno after a message. */
+/* SIGHUP: reopen the files written as the trace goes (after logrotate moved them): --output is
+ * closed and opened again at its path; --perfetto ends its file validly and starts a new one at
+ * the same path. 0, or -errno after a message. */
 int trace_outputs__reopen(struct trace_outputs *o);
-/* Close the files; write what is written at the end (the report); send what the OTLP exporter
- * holds (waiting a few seconds at most) and say its totals. 0, or -errno after a message. */
+/* Close the files; write what is written at the end (the report); say on stderr what the
+ * evidence bound removed; send what the OTLP exporter holds (waiting a few seconds at most) and
+ * say its totals. 0, or -errno after a message. */
 int trace_outputs__finish(struct trace_outputs *o);
 void trace_outputs__free(struct trace_outputs *o);
 

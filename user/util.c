@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -106,6 +107,37 @@ int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsig
 	errno = 0;
 	v = strtoul(s, &end, 0);
 	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int util__parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	unsigned long long v;
+	const char *u;
+	char *end;
+	int shift = 0;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (*end && (u = strchr(units, *end & ~0x20))) {
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B' || *end == 'b')
+			end++;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	v <<= shift;
+	if (v < min || v > max)
 		return -EINVAL;
 	*out = v;
 	return 0;

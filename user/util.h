@@ -54,5 +54,8 @@ struct json_t *util__json_string(const char *s);
 
 /* Parse a number in [min, max]; returns 0 or -EINVAL. */
 int util__parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
+/* Parse a size in bytes in [min, max]: "1G", "512M", "64K", "1048576" (K, M, G, T are powers of
+ * 1024, optionally followed by "B" or "iB"). 0, or -EINVAL. */
+int util__parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 #endif
