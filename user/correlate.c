@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "citation.h"
 #include "correlate.h"
 #include "util.h"
 
@@ -869,21 +870,38 @@ static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
-	struct observation *o, *best = NULL;
+	struct observation *o, *best = NULL, *queued = NULL;
 	uint64_t i, hash,
 	    before = t->stages[STAGE_BIND_REQUEST].seen ? t->stages[STAGE_BIND_REQUEST].mono_ns
 							: UINT64_MAX;
 
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
+	/* The POST's call, else (no probe on the POST) the queueing call. */
 	for_each_obs(c, o, i)
 	{
 		if (o->kind == OBS_CALL && o->citation && obs_key_is(o, key, hash) &&
-		    o->first_ns <= before)
+		    o->first_ns <= before &&
+		    (!best || best->citation->queued || !o->citation->queued))
 			best = o;
 	}
-	if (best)
-		t->citation = *best->citation;
+	if (!best)
+		return;
+	t->citation = *best->citation;
+	if (best->citation->queued || citation__has_bind_step(&t->citation))
+		return;
+	/* A POST from a dispatcher goroutine: joined with the stack that queued that Binding
+	 * (the same object), the latest before the POST. */
+	for_each_obs(c, o, i)
+	{
+		if (o->kind == OBS_CALL && o->citation && o->citation->queued &&
+		    obs_key_is(o, key, hash) && o->first_ns <= best->first_ns &&
+		    (!o->citation->object || !best->citation->object ||
+		     o->citation->object == best->citation->object))
+			queued = o;
+	}
+	if (queued)
+		citation__join(&t->citation, queued->citation);
 }
 
 static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from, uint64_t to,

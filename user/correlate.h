@@ -19,7 +19,7 @@
 #define BIND_NAME_MAX 254
 #define BIND_NS_MAX 64
 #define BIND_MAX_WATCHERS 16
-#define BIND_MAX_FRAMES 32
+#define BIND_MAX_FRAMES 48
 #define BIND_MAX_TXNS 8
 #define BIND_REASON_MAX 160
 
@@ -109,10 +109,24 @@ struct citation {
 	char go_version[32];
 	char probe[96]; /* the probed function */
 	pid_t tid;
+	uint64_t goroutine; /* the g's address (R14) */
 	uint64_t mono_ns;
 	int n_frames;
 	struct frame_line frames[BIND_MAX_FRAMES];
-	int cited; /* index of the frame cited as the line that issued the bind */
+	int cited;  /* index of the frame cited as the line that issued the bind (citation.h) */
+	int caller; /* its caller in the binding cycle, next to it in the output; 0 none */
+	const char *rule; /* which rule chose the cited frame (citation.h), static */
+	/* The call's identity: the address of the object the probe read (a *v1.Binding, or the
+	 * *v1.Pod for the default binder). */
+	uint64_t object;
+	bool queued; /* the stack of the queueing call (APICache.BindPod), not of the POST */
+	/* When the POST left a dispatcher goroutine: frames[queued_at...] are the stack that
+	 * queued it, taken by thread queue_tid at queue_ns (0: one stack). */
+	int queued_at;
+	pid_t queue_tid;
+	uint64_t queue_goroutine;
+	uint64_t queue_ns;
+	char queue_probe[96];
 };
 
 struct bind_timeline {
