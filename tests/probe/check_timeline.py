@@ -111,6 +111,70 @@ def check_release(c, inspect_path):
     print(f"citation: k8s {want_version or '(unknown)'}, commit {want_commit or '(unknown)'}")
 
 
+def release_source(c):
+    """The release's source of a k8s.io/kubernetes path: the module cache's copy at the cited
+    release (GOMODCACHE, else ~/go/pkg/mod); None when it is not there."""
+    import os
+    import subprocess
+    root = os.environ.get("GOMODCACHE")
+    if not root:
+        try:
+            root = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            root = os.path.expanduser("~/go/pkg/mod")
+    d = os.path.join(root, f"k8s.io/kubernetes@{c['kubernetes_version']}")
+    return d if os.path.isdir(d) else None
+
+
+def source_line(src, path, line):
+    rel = path.split("k8s.io/kubernetes", 1)[1]
+    rel = rel.split("/", 1)[1] if rel.startswith("@") else rel.lstrip("/")
+    lines = open(f"{src}/{rel}").read().split("\n")
+    return lines, lines[line - 1]
+
+
+def check_citation(c, async_calls=False):
+    """The cited line is the scheduler's bind step in schedule_one.go, checked against the
+    release's module source: at that line (*Scheduler).bind calls RunBindPlugins; its caller is
+    the binding cycle's call of sched.bind; the chain ends at the POST. With async API calls the
+    POST came from a dispatcher goroutine and was joined with the stack that queued it."""
+    if c.get("rule") != "bind_step" or not c["file"].endswith("pkg/scheduler/schedule_one.go") \
+            or not c["function"].endswith(".(*Scheduler).bind"):
+        fail(f"cited {c['file']}:{c['line']} {c['function']} (rule {c.get('rule')}), not the "
+             "bind step in schedule_one.go")
+    caller = c.get("caller") or {}
+    if not caller.get("function", "").endswith(".(*Scheduler).bindingCycle"):
+        fail(f"caller {caller}, not the binding cycle")
+    chain = c.get("chain") or []
+    if not chain or not chain[-1]["function"].endswith("v1.(*pods).Bind"):
+        fail(f"the chain does not end at the POST ((*pods).Bind): {chain[-1:]}")
+    # A module-zip build has no commit (check_release holds it to what the binary states).
+    if c.get("commit") and len(c["commit"]) != 40:
+        fail(f"citation.commit {c.get('commit')!r} is not 40 hex digits")
+    src = release_source(c)
+    if not src:
+        fail(f"no module source of k8s.io/kubernetes@{c['kubernetes_version']} to check against")
+    lines, text = source_line(src, c["file"], c["line"])
+    func = next((l for l in reversed(lines[:c["line"]]) if l.startswith("func ")), "")
+    if "RunBindPlugins(" not in text or not func.startswith("func (sched *Scheduler) bind("):
+        fail(f"{c['file']}:{c['line']} at {c['kubernetes_version']} reads {text.strip()!r} in "
+             f"{func[:60]!r}: not the bind step's call")
+    _, ctext = source_line(src, caller["file"], caller["line"])
+    if "sched.bind(" not in ctext:
+        fail(f"caller line {caller['file']}:{caller['line']} reads {ctext.strip()!r}")
+    queued = c.get("queued")
+    dispatched = [f for f in chain if f.get("goroutine") == "dispatcher"]
+    if async_calls and (not queued or not dispatched or
+                        not queued["probe"].endswith("(*APICache).BindPod")):
+        fail(f"async API calls: the POST was not joined with its queueing stack: {queued}")
+    if not async_calls and (queued or dispatched):
+        fail(f"a queueing stack without async API calls: {queued}")
+    print(f"cited line at {c['kubernetes_version']} ({src}): {c['file']}:{c['line']}: "
+          f"{text.strip()}; caller :{caller['line']}: {ctext.strip()}"
+          + (f"; POST by a dispatcher goroutine, queued by tid {queued['tid']}" if queued else ""))
+
+
 def one(path, node, rv, watcher_pid, inspect_path=None):
     binds = load(path)
     if len(binds) != 1:
@@ -139,6 +203,8 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
     print(f"cited: {c['file']}:{c['line']} ({c['function']}), k8s {c['kubernetes_version']}")
     if inspect_path:
         check_release(c, inspect_path)
+    import os
+    check_citation(c, os.environ.get("SCHEDULER_ASYNC_API_CALLS") == "1")
     kubectl = [w for w in b["watchers"] if w["comm"] == "kubectl" or
                "kubectl" in w.get("user_agent", "") or str(w["pid"]) == watcher_pid]
     if not kubectl:
