@@ -46,6 +46,8 @@ static void add_outcome(json_t *root, const struct bind_timeline *t)
 	json_object_set_new(root, "status_code", json_integer(t->status_code));
 	json_object_set_new(root, "status_reason", json_string(t->status_reason));
 	json_object_set_new(root, "revision", json_integer(t->revision));
+	json_object_set_new(root, "create_revision", json_integer(t->create_revision));
+	json_object_set_new(root, "created_before_attach", json_boolean(t->created_before_attach));
 	json_object_set_new(root, "node_before",
 			    t->node_before_known ? json_string(t->node_before) : json_null());
 }

@@ -545,7 +545,10 @@ static void md_missing(FILE *out, const struct bind_view *view)
 	for (s = 0; s < STAGE_MAX; s++) {
 		const struct stage *st = &t->stages[s];
 
-		if (st->seen || (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST))
+		if (st->seen ||
+		    (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST &&
+		     !stage__before_bind(s)) ||
+		    (stage__before_bind(s) && t->created_before_attach))
 			continue;
 		fprintf(out, "- `%s`: ", stage__name((enum stage_id)s));
 		fprint_md(out, stage__missing_reason(st));
@@ -554,6 +557,13 @@ static void md_missing(FILE *out, const struct bind_view *view)
 	}
 	if (!missing)
 		fputs("None: every required stage was observed.\n", out);
+	if (t->created_before_attach) {
+		fputs("- The pod's create (`create_request`, `create_txn_response`, "
+		      "`scheduler_informed`): ",
+		      out);
+		fprint_md(out, stage__missing_reason(&t->stages[STAGE_CREATE_REQUEST]));
+		fputs(".\n", out);
+	}
 	if (t->gap)
 		fputs("- A capture gap on one of this bind's connections may have hidden "
 		      "something.\n",

@@ -103,6 +103,16 @@ static void stage_detail(char *extra, size_t cap, const struct bind_timeline *t,
 	if (!st->seen)
 		return;
 	switch (s) {
+	case STAGE_CREATE_REQUEST:
+		snprintf(extra, cap, "POST pods (create %s/%s)", t->namespace_, t->name);
+		break;
+	case STAGE_CREATE_TXN_RESPONSE:
+		snprintf(extra, cap, "revision %" PRId64 " (the pod's first resourceVersion)",
+			 t->create_revision);
+		break;
+	case STAGE_SCHEDULER_INFORMED:
+		snprintf(extra, cap, "ADDED nodeName \"\"");
+		break;
 	case STAGE_BIND_REQUEST:
 		if (t->result == BIND_RESULT_UNSCHEDULABLE)
 			snprintf(extra, cap, "PATCH pods/status PodScheduled=False");

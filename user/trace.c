@@ -315,11 +315,14 @@ static void print_totals(struct tracer *tr)
 	summary__print(tr->opt.json ? stderr : stdout, tr->summary);
 	fprintf(stderr,
 		"bindtrace: %llu events, %llu ring buffer drops, %llu binds seen (%llu complete, "
-		"%llu unschedulable)%s\n",
+		"%llu unschedulable); pending pods: %llu held, %llu dropped (full), %llu dropped "
+		"(age)%s\n",
 		(unsigned long long)session__events(tr->session),
 		(unsigned long long)counters[COUNTER_RINGBUF_DROPS],
 		(unsigned long long)cstats.binds, (unsigned long long)cstats.complete,
-		(unsigned long long)cstats.unschedulable,
+		(unsigned long long)cstats.unschedulable, (unsigned long long)cstats.pending,
+		(unsigned long long)cstats.pending_evicted,
+		(unsigned long long)cstats.pending_expired,
 		dstats.conn_table_full ? "; connection table full: some traffic not decoded" : "");
 	if (verbose)
 		fprintf(stderr, "bindtrace: %llu connections closed and their decoders freed\n",
