@@ -17,6 +17,8 @@ ORDER = [
     ("etcd_wal_fsync", "etcd_txn_response"), ("etcd_txn_response", "bind_response"),
     ("etcd_wal_fsync", "etcd_watch_event"), ("bind_response", "bind_response_received"),
 ]
+# The pod's path before the bind: present for every pod created while the tracer ran.
+CREATE_STAGES = ["create_request", "create_txn_response", "scheduler_informed"]
 SCHEMA_VERSION = 1  # the README's
 TOP = {"schema_version": int, "seq": int, "pod": dict, "node": str, "result": str, "status_code": int,
        "status_reason": str, "revision": int, "stages": dict, "watchers": list,
@@ -111,6 +113,23 @@ def check_release(c, inspect_path):
     print(f"citation: k8s {want_version or '(unknown)'}, commit {want_commit or '(unknown)'}")
 
 
+def check_create(b):
+    """The pod was created while traced: every create stage seen, in order before the bind, and
+    the create's revision below the bind's."""
+    missing = [s for s in CREATE_STAGES if "missing" in b["stages"].get(s, {"missing": "absent"})]
+    if missing or b.get("created_before_attach"):
+        return f"create stages missing: {missing}"
+    # etcd answers the create and notifies its watchers each on its own once it is applied:
+    # the ADDED event can reach the scheduler before etcd has written its TxnResponse.
+    t = {s: b["stages"][s]["mono_ns"] for s in CREATE_STAGES + ["bind_request"]}
+    if not (t["create_request"] < t["create_txn_response"] and
+            t["create_request"] < t["scheduler_informed"] < t["bind_request"]):
+        return f"create stages out of order: {t}"
+    if not 0 < b.get("create_revision", 0) < b["revision"]:
+        return f"create_revision {b.get('create_revision')} vs revision {b['revision']}"
+    return None
+
+
 def release_source(c):
     """The release's source of a k8s.io/kubernetes path: the module cache's copy at the cited
     release (GOMODCACHE, else ~/go/pkg/mod); None when it is not there."""
@@ -197,6 +216,12 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
         print("etcd_wal_fsync:", fs["missing"])
     elif not fs["first_mono_ns"] <= fs["last_mono_ns"]:
         fail("fsync end before start")
+    err = check_create(b)
+    if err:
+        fail(err)
+    print("create: create_to_informed %.3f ms, scheduling %.3f ms, create revision %d" % (
+        b["legs_ns"]["create_to_informed"] / 1e6, b["legs_ns"]["scheduling"] / 1e6,
+        b["create_revision"]))
     c = b["citation"]
     if not c or not c.get("file") or not c.get("line"):
         fail(f"no citation: {c}")
@@ -257,6 +282,9 @@ def burst(path, n, pods_file, prefix="burst"):
         if not ok:
             why.append("missing " + ", ".join(f"{s} ({b['stages'][s]['missing']})"
                                               for s in missing))
+        err = check_create(b)
+        if err:
+            why.append(err)
         if b["result"] != "bound" or b["status_code"] != 201:
             why.append(f"result {b['result']} {b['status_code']}")
         node, rv, _ = truth.get(name, ("?", "?", ""))
@@ -282,7 +310,7 @@ def burst(path, n, pods_file, prefix="burst"):
         print("   without a timeline:", absent[:10])
     if bad or dup or absent or extra or len(binds) != int(n):
         fail(f"want {n} complete timelines, one per pod, node and revision as the API says, "
-             "in causal order")
+             "in causal order, every create stage present")
 
 
 def unschedulable(path, name, pods_file):
