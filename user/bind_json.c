@@ -45,6 +45,8 @@ static void add_outcome(json_t *root, const struct bind_timeline *t)
 	json_object_set_new(root, "result", json_string(bind_result__name(t->result)));
 	json_object_set_new(root, "status_code", json_integer(t->status_code));
 	json_object_set_new(root, "status_reason", json_string(t->status_reason));
+	if (t->status_message[0]) /* an unschedulable pod's: the scheduler's message */
+		json_object_set_new(root, "status_message", json_string(t->status_message));
 	json_object_set_new(root, "revision", json_integer(t->revision));
 	json_object_set_new(root, "create_revision", json_integer(t->create_revision));
 	json_object_set_new(root, "created_before_attach", json_boolean(t->created_before_attach));

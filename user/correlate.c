@@ -638,6 +638,9 @@ static void on_unschedulable(struct correlator *c, const struct actor *who,
 		return;
 	b->t.result = BIND_RESULT_UNSCHEDULABLE;
 	util__copy(b->t.status_reason, sizeof(b->t.status_reason), pod->scheduled_reason);
+	if (pod->scheduled_message[0])
+		util__copy(b->t.status_message, sizeof(b->t.status_message),
+			   pod->scheduled_message);
 	if (!b->t.stages[STAGE_BIND_REQUEST].seen || !response)
 		set_stage(&b->t.stages[STAGE_BIND_REQUEST], who, msg->ts_first_ns, msg->ts_first_ns,
 			  msg->ts_last_ns, msg->stream_id);

@@ -143,6 +143,9 @@ struct bind_timeline {
 	char node[BIND_NAME_MAX]; /* the Binding's target */
 	int status_code;	  /* of the bind response; 0 unknown */
 	char status_reason[128];
+	/* An unschedulable pod's: the message of the scheduler's PodScheduled=False condition
+	 * ("0/2 nodes are available: ..."), as its status PATCH or the patched Pod carried it. */
+	char status_message[256];
 	int64_t revision;	 /* etcd revision of the write = the pod's resourceVersion */
 	int64_t create_revision; /* etcd revision of the pod's create (0 unknown) */
 	/* No trace of the pod's creation: it was created before bindtrace attached (or its

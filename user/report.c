@@ -274,6 +274,10 @@ static void md_unschedulable(FILE *out, const struct bind_timeline *t)
 		fprint_md(out, t->status_reason);
 		fputc(')', out);
 	}
+	if (t->status_message[0]) {
+		fputs(": ", out);
+		fprint_md(out, t->status_message);
+	}
 	fputs(".\n\n", out);
 }
 

@@ -91,6 +91,8 @@ static void print_headline(FILE *out, const struct bind_view *view, uint64_t t0)
 	if (leg__duration(t, LEG_TOTAL, -1, &d))
 		fprintf(out, "  total %.3f ms", ms(d));
 	fprintf(out, "  at %s\n", when);
+	if (t->status_message[0])
+		fprintf(out, "  scheduler's message: %s\n", t->status_message);
 	print_citation(out, ci);
 }
 
