@@ -256,12 +256,14 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
 
 
 def truth_of(pods_file):
-    """name -> (node, resourceVersion, PodScheduled reason) from the API (kubectl)."""
+    """name -> (node, resourceVersion, PodScheduled reason, PodScheduled message) from the API
+    (kubectl)."""
     truth = {}
     for line in open(pods_file):
-        f = line.split("\t")
+        f = line.rstrip("\n").split("\t")
         if len(f) >= 3:
-            truth[f[0]] = (f[1], f[2].strip(), f[3].strip() if len(f) > 3 else "")
+            truth[f[0]] = (f[1], f[2].strip(), f[3].strip() if len(f) > 3 else "",
+                           f[4].strip() if len(f) > 4 else "")
     return truth
 
 
@@ -287,7 +289,7 @@ def burst(path, n, pods_file, prefix="burst"):
             why.append(err)
         if b["result"] != "bound" or b["status_code"] != 201:
             why.append(f"result {b['result']} {b['status_code']}")
-        node, rv, _ = truth.get(name, ("?", "?", ""))
+        node, rv, _, _ = truth.get(name, ("?", "?", "", ""))
         if b["node"] != node:
             why.append(f"node {b['node']!r}, the API says {node!r}")
         if str(b["revision"]) != rv:
@@ -318,7 +320,7 @@ def unschedulable(path, name, pods_file):
     PodScheduled condition; and the API shows no node."""
     binds = load(path)
     truth = truth_of(pods_file)
-    node, _, reason = truth.get(name, ("?", "?", "?"))
+    node, _, reason, message = truth.get(name, ("?", "?", "?", "?"))
     if node:
         fail(f"{name}: the API shows it on node {node!r}: not a pod that fits no node")
     if len(binds) != 1 or binds[0]["pod"]["name"] != name:
@@ -330,7 +332,13 @@ def unschedulable(path, name, pods_file):
         fail(f"{name}: a node {b['node']!r}")
     if b["status_reason"] != reason:
         fail(f"{name}: status_reason {b['status_reason']!r}, PodScheduled says {reason!r}")
-    print(f"{name}: unschedulable ({b['status_reason']})")
+    # The scheduler's message, from its PATCH or the patched Pod: the API's (the first one, when
+    # a retry has since rewritten it with the same text).
+    if not isinstance(b.get("status_message"), str) or not b["status_message"]:
+        fail(f"{name}: no status_message (the scheduler's PodScheduled message)")
+    if b["status_message"] != message[:len(b["status_message"])] or not message:
+        fail(f"{name}: status_message {b['status_message']!r}, PodScheduled says {message!r}")
+    print(f"{name}: unschedulable ({b['status_reason']}): {b['status_message']}")
 
 
 if __name__ == "__main__":
