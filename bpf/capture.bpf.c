@@ -753,6 +753,7 @@ int BPF_KPROBE(go_call)
 	/* ObjectMeta follows TypeMeta (two strings): Name at +32, Namespace at +64. */
 	obj = go_arg(ctx, CALL_COOKIE_OBJ_REG(cookie));
 	e->name_len = e->namespace_len = 0;
+	e->object = obj;
 	if (obj) {
 		read_go_string(e->name, &e->name_len, obj + 32);
 		read_go_string(e->namespace_, &e->namespace_len, obj + 64);

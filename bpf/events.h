@@ -67,6 +67,8 @@ struct fsync_event {
  * Kubernetes object (v1.Binding, v1.Pod) whose ObjectMeta is read. Register numbers follow Go's
  * ABIInternal order: 0 RAX, 1 RBX, 2 RCX, 3 RDI, 4 RSI, 5 R8, 6 R9, 7 R10, 8 R11. */
 #define CALL_COOKIE_OBJ_REG(cookie) ((cookie)&0xff)
+/* Set on the probe of the function that queues a bind for a dispatcher goroutine. */
+#define CALL_COOKIE_QUEUED (1ull << 8)
 
 /* A probed Go function was entered: the caller chain (frame pointers, PCs as runtime addresses)
  * and the namespace/name of the object it was called for. */
@@ -74,6 +76,7 @@ struct call_event {
 	struct event_header hdr;
 	__u64 goroutine; /* R14 */
 	__u64 cookie;
+	__u64 object; /* the address of the object read: the call's identity */
 	__u32 n_frames;
 	__u16 namespace_len;
 	__u16 name_len;

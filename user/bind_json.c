@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "bind_json.h"
+#include "citation.h"
 
 static json_t *stage_json(const struct stage *st, int64_t wall_offset_ns)
 {
@@ -44,7 +45,11 @@ static void add_outcome(json_t *root, const struct bind_timeline *t)
 	json_object_set_new(root, "result", json_string(bind_result__name(t->result)));
 	json_object_set_new(root, "status_code", json_integer(t->status_code));
 	json_object_set_new(root, "status_reason", json_string(t->status_reason));
+	if (t->status_message[0]) /* an unschedulable pod's: the scheduler's message */
+		json_object_set_new(root, "status_message", json_string(t->status_message));
 	json_object_set_new(root, "revision", json_integer(t->revision));
+	json_object_set_new(root, "create_revision", json_integer(t->create_revision));
+	json_object_set_new(root, "created_before_attach", json_boolean(t->created_before_attach));
 	json_object_set_new(root, "node_before",
 			    t->node_before_known ? json_string(t->node_before) : json_null());
 }
@@ -126,6 +131,53 @@ static json_t *txns_json(const struct bind_timeline *t)
 	return txns;
 }
 
+static json_t *frame_json(const struct frame_line *f)
+{
+	json_t *fr = json_object();
+
+	json_object_set_new(fr, "function", json_string(f->func));
+	json_object_set_new(fr, "file", json_string(f->file));
+	json_object_set_new(fr, "line", json_integer(f->line));
+	return fr;
+}
+
+/* From the cited frame's callee down to the POST, each with the goroutine it ran on. */
+static json_t *chain_json(const struct citation *ci)
+{
+	json_t *chain = json_array();
+	int i;
+
+	for (i = ci->cited - 1; i >= 0; i--) {
+		json_t *fr;
+
+		if (!citation__frame_shown(ci, i))
+			continue;
+		fr = frame_json(&ci->frames[i]);
+		json_object_set_new(
+		    fr, "goroutine",
+		    json_string(ci->queued_at && i < ci->queued_at ? "dispatcher" : "binding"));
+		json_array_append_new(chain, fr);
+	}
+	return chain;
+}
+
+/* The call that queued the POST for a dispatcher goroutine; null when the POST's own stack holds
+ * the bind step. */
+static json_t *queued_json(const struct citation *ci)
+{
+	json_t *q;
+
+	if (!ci->queued_at)
+		return json_null();
+	q = json_object();
+	json_object_set_new(q, "probe", json_string(ci->queue_probe));
+	json_object_set_new(q, "tid", json_integer(ci->queue_tid));
+	json_object_set_new(q, "goroutine", json_integer((json_int_t)ci->queue_goroutine));
+	json_object_set_new(q, "mono_ns", json_integer((json_int_t)ci->queue_ns));
+	json_object_set_new(q, "stack_index", json_integer(ci->queued_at));
+	return q;
+}
+
 static json_t *citation_json(const struct citation *ci)
 {
 	json_t *c, *frames;
@@ -140,11 +192,18 @@ static json_t *citation_json(const struct citation *ci)
 	json_object_set_new(c, "go_version", json_string(ci->go_version));
 	json_object_set_new(c, "probe", json_string(ci->probe));
 	json_object_set_new(c, "tid", json_integer(ci->tid));
+	json_object_set_new(c, "goroutine", json_integer((json_int_t)ci->goroutine));
 	if (ci->cited >= 0 && ci->cited < ci->n_frames) {
 		json_object_set_new(c, "function", json_string(ci->frames[ci->cited].func));
 		json_object_set_new(c, "file", json_string(ci->frames[ci->cited].file));
 		json_object_set_new(c, "line", json_integer(ci->frames[ci->cited].line));
+		json_object_set_new(c, "rule", json_string(ci->rule ? ci->rule : ""));
+		json_object_set_new(c, "caller",
+				    ci->caller > 0 ? frame_json(&ci->frames[ci->caller])
+						   : json_null());
+		json_object_set_new(c, "chain", chain_json(ci));
 	}
+	json_object_set_new(c, "queued", queued_json(ci));
 	for (f = 0; f < ci->n_frames; f++) {
 		json_t *fr = json_object();
 

@@ -28,6 +28,18 @@ struct leg_def {
 };
 
 static const struct leg_def legs[LEG_MAX] = {
+	/* The pod's path before the bind: from the apiserver reading the create to the
+	 * scheduler's informer reading the ADDED event (the write, etcd, the watch cache); then
+	 * the scheduler's queue wait and scheduling cycle, up to its POST of the Binding. */
+	[LEG_CREATE_TO_INFORMED] = { "create_to_informed",
+				     "apiserver read the create -> scheduler's informer read ADDED",
+				     STAGE_CREATE_REQUEST, STAGE_SCHEDULER_INFORMED, AT_TIME,
+				     AT_TIME, ROLE_APISERVER, ROLE_SCHEDULER },
+	[LEG_SCHEDULING] = { "scheduling",
+			     "informer read ADDED -> scheduler writes the POST (queue wait + "
+			     "scheduling cycle)",
+			     STAGE_SCHEDULER_INFORMED, STAGE_BIND_REQUEST, AT_TIME, AT_TIME,
+			     ROLE_SCHEDULER, ROLE_SCHEDULER },
 	[LEG_SCHEDULER_TO_APISERVER] = { "scheduler_to_apiserver",
 					 "scheduler writes the POST -> apiserver has read it",
 					 STAGE_BIND_REQUEST, STAGE_APISERVER_RECEIVED, AT_TIME,
@@ -209,7 +221,8 @@ static void view_origin(struct bind_view *v)
 		o = &t->stages[STAGE_BIND_REQUEST];
 		name = stage__name(STAGE_BIND_REQUEST);
 	} else {
-		for (s = 0; s < STAGE_MAX; s++) {
+		/* The bind's stages: its create may be long before. */
+		for (s = STAGE_BIND_REQUEST; s < STAGE_MAX; s++) {
 			if (t->stages[s].seen && (!o || t->stages[s].mono_ns < o->mono_ns)) {
 				o = &t->stages[s];
 				name = stage__name((enum stage_id)s);
@@ -286,7 +299,8 @@ const struct bind_leg *bind_view__leg(const struct bind_view *v, enum leg_id leg
 
 bool bind_view__has_stage(const struct bind_view *v, enum stage_id s)
 {
-	return v->t->result != BIND_RESULT_UNSCHEDULABLE || s == STAGE_BIND_REQUEST;
+	return v->t->result != BIND_RESULT_UNSCHEDULABLE || s == STAGE_BIND_REQUEST ||
+	       stage__before_bind(s);
 }
 
 /* ---- Names ---- */

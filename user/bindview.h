@@ -33,6 +33,8 @@
 
 /* In the order they are listed (JSON, summary, human line); the path legs follow the write. */
 enum leg_id {
+	LEG_CREATE_TO_INFORMED, /* the pod's path before the bind */
+	LEG_SCHEDULING,
 	LEG_SCHEDULER_TO_APISERVER,
 	LEG_APISERVER_TO_ETCD_TXN,
 	LEG_TXN_TO_ETCD,
@@ -115,7 +117,7 @@ void bind_view__wall_time(const struct bind_view *v, uint64_t mono_ns, bool with
 /* The leg of the view, or NULL (watcher ignored for the bind's own legs). */
 const struct bind_leg *bind_view__leg(const struct bind_view *v, enum leg_id leg, int watcher);
 /* Whether stage s belongs to this bind's outcome: an unschedulable pod has only bind_request
- * (the scheduler's status PATCH). */
+ * (the scheduler's status PATCH) after the stages before the bind. */
 bool bind_view__has_stage(const struct bind_view *v, enum stage_id s);
 
 /* Why a stage was not observed, as the correlator said ("not observed" when it did not). */

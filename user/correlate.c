@@ -9,13 +9,18 @@
  * is the same on both ends of a connection, whose 4-tuple reads reversed on the other end; a
  * Txn's key is the pod's; the write's revision is the pod's resourceVersion and the watch
  * events' mod_revision. Nothing is invented: a stage without its observation is reported
- * missing, with the reason when one is known. */
+ * missing, with the reason when one is known.
+ *
+ * The pod's path before its bind (its create and the scheduler's informer reading it) is kept per
+ * pod in a bounded table of pending pods (count and age; what is dropped is counted) and moved
+ * into the bind when it closes. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "citation.h"
 #include "correlate.h"
 #include "util.h"
 
@@ -24,6 +29,10 @@
 #define MAX_LOSSES 1024
 #define MAX_DROP_SPANS 256
 #define KEY_MAX 512
+#define DEFAULT_MAX_PENDING 8192
+#define DEFAULT_PENDING_AGE_NS (600ull * 1000000000ull)
+#define MAX_CREATE_TXNS 256 /* create Txns awaiting their response */
+#define PENDING_STAGES (STAGE_BIND_REQUEST - STAGE_CREATE_REQUEST)
 
 enum obs_kind {
 	OBS_NONE = 0,
@@ -72,6 +81,25 @@ struct open_bind {
 	struct bind_timeline t;
 };
 
+/* A pod created and not yet bound: its stages before the bind. */
+struct pending_pod {
+	bool used;
+	uint64_t hash;
+	char key[BIND_NS_MAX + BIND_NAME_MAX + 2]; /* "ns/name" */
+	uint64_t first_ns;			   /* when it was first seen */
+	int64_t create_revision;
+	struct stage stages[PENDING_STAGES]; /* by stage_id - STAGE_CREATE_REQUEST */
+};
+
+/* A create Txn of a pending pod, on one end of the apiserver-etcd connection, until its answer. */
+struct create_txn {
+	pid_t pid;
+	uint64_t conn;
+	uint32_t stream_id;
+	uint64_t hash;
+	char key[BIND_NS_MAX + BIND_NAME_MAX + 2];
+};
+
 struct loss {
 	pid_t pid;
 	uint64_t conn;	  /* 0: ring buffer drop */
@@ -97,9 +125,17 @@ struct correlator {
 	uint64_t drop_next;
 	uint64_t seq;
 	struct correlator_stats stats;
+	struct pending_pod *pending;
+	size_t pending_hi; /* pending[pending_hi...] have never been used */
+	uint64_t pending_scan_ns;
+	struct create_txn create_txns[MAX_CREATE_TXNS];
+	uint64_t create_txn_next;
 };
 
 static const char *const stage_names[STAGE_MAX] = {
+	[STAGE_CREATE_REQUEST] = "create_request",
+	[STAGE_CREATE_TXN_RESPONSE] = "create_txn_response",
+	[STAGE_SCHEDULER_INFORMED] = "scheduler_informed",
 	[STAGE_BIND_REQUEST] = "bind_request",
 	[STAGE_APISERVER_RECEIVED] = "apiserver_received",
 	[STAGE_ETCD_TXN_SENT] = "etcd_txn_sent",
@@ -161,7 +197,12 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 	c->ctx = ctx;
 	c->binds = calloc(MAX_OPEN, sizeof(*c->binds));
 	c->obs = calloc(MAX_OBS, sizeof(*c->obs));
-	if (!c->binds || !c->obs) {
+	if (!c->opt.max_pending)
+		c->opt.max_pending = DEFAULT_MAX_PENDING;
+	if (!c->opt.pending_max_age_ns)
+		c->opt.pending_max_age_ns = DEFAULT_PENDING_AGE_NS;
+	c->pending = calloc(c->opt.max_pending, sizeof(*c->pending));
+	if (!c->binds || !c->obs || !c->pending) {
 		correlator__free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -186,13 +227,19 @@ void correlator__free(struct correlator *c)
 			observation__clear(&c->obs[i]);
 	free(c->obs);
 	free(c->binds);
+	free(c->pending);
 	free(c);
 }
 
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats)
 {
+	size_t i;
+
 	*stats = c->stats;
 	stats->open = c->n_open;
+	stats->pending = 0;
+	for (i = 0; i < c->pending_hi; i++)
+		stats->pending += c->pending[i].used;
 }
 
 /* "/api/v1/namespaces/NS/pods/NAME/SUB[?...]": NS and NAME, and whether SUB is the one asked
@@ -348,6 +395,167 @@ static struct observation *obs_add(struct correlator *c, enum obs_kind kind,
 	return o;
 }
 
+/* ---- Pending pods: created, not yet bound ---- */
+
+static struct pending_pod *pending_find(struct correlator *c, const char *key, bool create,
+					uint64_t now)
+{
+	struct pending_pod *free_slot = NULL, *oldest = NULL, *p;
+	uint64_t hash = key_hash(key);
+	size_t i;
+
+	for (i = 0; i < c->pending_hi; i++) {
+		p = &c->pending[i];
+		if (!p->used) {
+			if (!free_slot)
+				free_slot = p;
+			continue;
+		}
+		if (p->hash == hash && strcmp(p->key, key) == 0)
+			return p;
+		if (!oldest || p->first_ns < oldest->first_ns)
+			oldest = p;
+	}
+	if (!create)
+		return NULL;
+	if (!free_slot && c->pending_hi < c->opt.max_pending)
+		free_slot = &c->pending[c->pending_hi++];
+	if (!free_slot) {
+		c->stats.pending_evicted++;
+		free_slot = oldest;
+	}
+	memset(free_slot, 0, sizeof(*free_slot));
+	free_slot->used = true;
+	free_slot->hash = hash;
+	free_slot->first_ns = now;
+	util__copy(free_slot->key, sizeof(free_slot->key), key);
+	return free_slot;
+}
+
+static void pending_set(struct correlator *c, const char *key, enum stage_id s,
+			const struct actor *who, const struct decoded_msg *msg, uint64_t mono)
+{
+	struct pending_pod *p = pending_find(c, key, true, msg->ts_first_ns);
+
+	if (p && !p->stages[s - STAGE_CREATE_REQUEST].seen)
+		set_stage(&p->stages[s - STAGE_CREATE_REQUEST], who, mono, msg->ts_first_ns,
+			  msg->ts_last_ns, msg->stream_id);
+}
+
+/* Pods that stayed pending too long are dropped, and counted (once a second). */
+static void pending_expire(struct correlator *c, uint64_t now)
+{
+	size_t i;
+
+	if (now < c->pending_scan_ns + 1000000000ull)
+		return;
+	c->pending_scan_ns = now;
+	for (i = 0; i < c->pending_hi; i++) {
+		struct pending_pod *p = &c->pending[i];
+
+		if (p->used && now > p->first_ns + c->opt.pending_max_age_ns) {
+			p->used = false;
+			c->stats.pending_expired++;
+		}
+	}
+}
+
+/* "/api/v1/namespaces/NS/pods[?...]": a create of a pod in NS. */
+static bool parse_pods_collection(const char *path, char *ns, size_t ns_len)
+{
+	static const char prefix[] = "/api/v1/namespaces/";
+	const char *p, *slash;
+
+	if (strncmp(path, prefix, sizeof(prefix) - 1) != 0)
+		return false;
+	p = path + sizeof(prefix) - 1;
+	slash = strchr(p, '/');
+	if (!slash || slash == p || (size_t)(slash - p) >= ns_len || strncmp(slash, "/pods", 5) ||
+	    (slash[5] && slash[5] != '?'))
+		return false;
+	memcpy(ns, p, (size_t)(slash - p));
+	ns[slash - p] = '\0';
+	return true;
+}
+
+/* The apiserver read a client's POST of a pod (the name from its body: a generateName'd pod has
+ * none yet and is met at its create Txn). */
+static void on_create_request(struct correlator *c, const struct actor *who,
+			      const struct decoded_msg *msg, const char *ns)
+{
+	char key[KEY_MAX];
+
+	if (who->role != ROLE_APISERVER || msg->body_kind != BODY_K8S ||
+	    msg->body.k8s.kind != K8S_KIND_POD || !msg->body.k8s.meta.name[0])
+		return;
+	snprintf(key, sizeof(key), "%s/%s",
+		 msg->body.k8s.meta.namespace[0] ? msg->body.k8s.meta.namespace : ns,
+		 msg->body.k8s.meta.name);
+	pending_set(c, key, STAGE_CREATE_REQUEST, who, msg, msg->ts_last_ns);
+}
+
+/* A Txn that creates a pod (its compare: mod_revision == 0), seen by the apiserver or etcd:
+ * remembered by connection and stream until its answer. */
+static void note_create_txn(struct correlator *c, const struct actor *who,
+			    const struct decoded_msg *msg, const char *etcd_key)
+{
+	struct create_txn *x = &c->create_txns[c->create_txn_next++ % MAX_CREATE_TXNS];
+
+	x->pid = who->pid;
+	x->conn = who->conn;
+	x->stream_id = msg->stream_id;
+	util__copy(x->key, sizeof(x->key), etcd_key + 15);
+	x->hash = key_hash(x->key);
+	pending_find(c, x->key, true, msg->ts_first_ns);
+}
+
+/* etcd's answer to a create: etcd writing it, else the apiserver reading it. */
+static void on_create_txn_response(struct correlator *c, const struct actor *who,
+				   const struct decoded_msg *msg)
+{
+	uint64_t i, n = c->create_txn_next;
+	struct pending_pod *p;
+	struct stage *st;
+
+	for (i = n > MAX_CREATE_TXNS ? n - MAX_CREATE_TXNS : 0; i < n; i++) {
+		struct create_txn *x = &c->create_txns[i % MAX_CREATE_TXNS];
+
+		if (x->pid != who->pid || x->conn != who->conn || x->stream_id != msg->stream_id)
+			continue;
+		p = pending_find(c, x->key, false, 0);
+		if (!p)
+			return;
+		st = &p->stages[STAGE_CREATE_TXN_RESPONSE - STAGE_CREATE_REQUEST];
+		if (!st->seen || (who->role == ROLE_ETCD && st->who.role != ROLE_ETCD))
+			set_stage(st, who, msg->ts_first_ns, msg->ts_first_ns, msg->ts_last_ns,
+				  msg->stream_id);
+		if (msg->body.txn_response.header.revision)
+			p->create_revision = msg->body.txn_response.header.revision;
+		x->pid = 0;
+		return;
+	}
+}
+
+/* Moves the pod's pending stages into its bind; a bound pod's state is done with. */
+static void resolve_pending(struct correlator *c, struct bind_timeline *t)
+{
+	char key[KEY_MAX];
+	struct pending_pod *p;
+	int s;
+
+	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
+	p = pending_find(c, key, false, 0);
+	t->created_before_attach = !p || (!p->stages[0].seen && !p->stages[1].seen);
+	if (!p)
+		return;
+	for (s = 0; s < PENDING_STAGES; s++)
+		if (p->stages[s].seen)
+			t->stages[STAGE_CREATE_REQUEST + s] = p->stages[s];
+	t->create_revision = p->create_revision;
+	if (t->result == BIND_RESULT_BOUND)
+		p->used = false;
+}
+
 static void on_binding_request(struct correlator *c, const struct actor *who,
 			       const struct decoded_msg *msg, const char *ns, const char *name)
 {
@@ -430,6 +638,9 @@ static void on_unschedulable(struct correlator *c, const struct actor *who,
 		return;
 	b->t.result = BIND_RESULT_UNSCHEDULABLE;
 	util__copy(b->t.status_reason, sizeof(b->t.status_reason), pod->scheduled_reason);
+	if (pod->scheduled_message[0])
+		util__copy(b->t.status_message, sizeof(b->t.status_message),
+			   pod->scheduled_message);
 	if (!b->t.stages[STAGE_BIND_REQUEST].seen || !response)
 		set_stage(&b->t.stages[STAGE_BIND_REQUEST], who, msg->ts_first_ns, msg->ts_first_ns,
 			  msg->ts_last_ns, msg->stream_id);
@@ -463,6 +674,11 @@ static void on_http(struct correlator *c, const struct actor *who, const struct 
 			on_binding_request(c, who, msg, ns, name);
 		else
 			on_binding_response(c, who, msg, ns, name);
+		return;
+	}
+	if (request && strcmp(msg->http.method, "POST") == 0 &&
+	    parse_pods_collection(msg->http.path, ns, sizeof(ns))) {
+		on_create_request(c, who, msg, ns);
 		return;
 	}
 	if (who->role != ROLE_SCHEDULER || strcmp(msg->http.method, "GET") == 0 ||
@@ -503,6 +719,8 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 		o->compare_rev = txn->compare_revision;
 		if (txn->has_put && txn->put.value.kind == K8S_KIND_POD)
 			util__copy(o->node, sizeof(o->node), txn->put.value.pod.node_name);
+		if (txn->has_put && !txn->compare_revision)
+			note_create_txn(c, who, msg, key);
 		return;
 	}
 	if (msg->kind == DECODED_GRPC_RESPONSE && msg->body_kind == BODY_ETCD_TXN_RESPONSE) {
@@ -514,6 +732,8 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 			return;
 		o->revision = msg->body.txn_response.header.revision;
 		o->succeeded = msg->body.txn_response.succeeded;
+		if (o->succeeded)
+			on_create_txn_response(c, who, msg);
 		return;
 	}
 	if (msg->kind == DECODED_ETCD_WATCH_EVENT && msg->body_kind == BODY_ETCD_WATCH_EVENT &&
@@ -567,6 +787,15 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 	o = obs_add(c, sent ? OBS_WATCH_SENT : OBS_WATCH_RECEIVED, who, msg);
 	snprintf(o->key, sizeof(o->key), "%s/%s", obj->meta.namespace, obj->meta.name);
 	o->key_hash = key_hash(o->key);
+	/* The scheduler's informer learns of the new pod: ADDED, not yet bound. */
+	if (received && who->role == ROLE_SCHEDULER && obj->kind == K8S_KIND_POD &&
+	    !obj->pod.node_name[0] && strcmp(msg->body.watch.type, "ADDED") == 0) {
+		struct pending_pod *p = pending_find(c, o->key, true, msg->ts_first_ns);
+
+		pending_set(c, o->key, STAGE_SCHEDULER_INFORMED, who, msg, msg->ts_last_ns);
+		if (p && !p->create_revision)
+			p->create_revision = strtoll(obj->meta.resource_version, NULL, 10);
+	}
 	o->revision = strtoll(obj->meta.resource_version, NULL, 10);
 	util__copy(o->event_type, sizeof(o->event_type), msg->body.watch.type);
 	if (obj->kind == K8S_KIND_POD) {
@@ -869,21 +1098,38 @@ static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
-	struct observation *o, *best = NULL;
+	struct observation *o, *best = NULL, *queued = NULL;
 	uint64_t i, hash,
 	    before = t->stages[STAGE_BIND_REQUEST].seen ? t->stages[STAGE_BIND_REQUEST].mono_ns
 							: UINT64_MAX;
 
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
+	/* The POST's call, else (no probe on the POST) the queueing call. */
 	for_each_obs(c, o, i)
 	{
 		if (o->kind == OBS_CALL && o->citation && obs_key_is(o, key, hash) &&
-		    o->first_ns <= before)
+		    o->first_ns <= before &&
+		    (!best || best->citation->queued || !o->citation->queued))
 			best = o;
 	}
-	if (best)
-		t->citation = *best->citation;
+	if (!best)
+		return;
+	t->citation = *best->citation;
+	if (best->citation->queued || citation__has_bind_step(&t->citation))
+		return;
+	/* A POST from a dispatcher goroutine: joined with the stack that queued that Binding
+	 * (the same object), the latest before the POST. */
+	for_each_obs(c, o, i)
+	{
+		if (o->kind == OBS_CALL && o->citation && o->citation->queued &&
+		    obs_key_is(o, key, hash) && o->first_ns <= best->first_ns &&
+		    (!o->citation->object || !best->citation->object ||
+		     o->citation->object == best->citation->object))
+			queued = o;
+	}
+	if (queued)
+		citation__join(&t->citation, queued->citation);
 }
 
 static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from, uint64_t to,
@@ -933,7 +1179,8 @@ static bool all_seen(const struct bind_timeline *t)
 {
 	int s;
 
-	for (s = 0; s < STAGE_MAX; s++)
+	/* The bind's own stages: its create may be long before, or before the attach. */
+	for (s = STAGE_BIND_REQUEST; s < STAGE_MAX; s++)
 		if (!t->stages[s].seen)
 			return false;
 	return true;
@@ -945,6 +1192,9 @@ static bool all_seen(const struct bind_timeline *t)
 static void explain_missing(struct correlator *c, struct bind_timeline *t, uint64_t closed_ns)
 {
 	static const enum process_role stage_role[STAGE_MAX] = {
+		[STAGE_CREATE_REQUEST] = ROLE_APISERVER,
+		[STAGE_CREATE_TXN_RESPONSE] = ROLE_ETCD,
+		[STAGE_SCHEDULER_INFORMED] = ROLE_SCHEDULER,
 		[STAGE_BIND_REQUEST] = ROLE_SCHEDULER,
 		[STAGE_APISERVER_RECEIVED] = ROLE_APISERVER,
 		[STAGE_ETCD_TXN_SENT] = ROLE_APISERVER,
@@ -959,7 +1209,8 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 	bool drop = false, gap = false;
 	int s;
 
-	for (s = 0; s < STAGE_MAX; s++) {
+	/* The bind's own window: its create may be long before. */
+	for (s = STAGE_BIND_REQUEST; s < STAGE_MAX; s++) {
 		if (!t->stages[s].seen)
 			continue;
 		if (t->stages[s].first_ns < from)
@@ -972,7 +1223,7 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 	to += 1000000000;
 	if (closed_ns > to)
 		to = closed_ns;
-	for (s = 0; s < STAGE_MAX; s++)
+	for (s = STAGE_BIND_REQUEST; s < STAGE_MAX; s++)
 		gap |= lost_on(c, &t->stages[s], from - (from > 1000000000 ? 1000000000 : from), to,
 			       &drop);
 	t->gap |= gap;
@@ -999,7 +1250,12 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 
 		if (st->seen)
 			continue;
-		if (t->result == BIND_RESULT_UNSCHEDULABLE) {
+		if (stage__before_bind(s) && t->created_before_attach) {
+			why = c->stats.pending_evicted || c->stats.pending_expired
+				  ? "the pod was created before bindtrace attached, or its pending "
+				    "state was dropped (see the pending drops counted)"
+				  : "the pod was created before bindtrace attached";
+		} else if (t->result == BIND_RESULT_UNSCHEDULABLE && !stage__before_bind(s)) {
 			why = "no Binding: the pod fits no node";
 		} else if (etcd_stage && t->status_code && t->status_code != 201) {
 			why = t->status_code == 409   ? "no etcd write: 409 Conflict"
@@ -1032,6 +1288,8 @@ bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s)
 {
 	bool etcd_stage = s >= STAGE_ETCD_TXN_SENT && s <= STAGE_ETCD_WATCH_EVENT;
 
+	if (stage__before_bind(s))
+		return !t->created_before_attach;
 	if (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST)
 		return false;
 	return !(etcd_stage && t->status_code && t->status_code != 201);
@@ -1047,7 +1305,7 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	memset((char *)t + OPEN_PART, 0, sizeof(*t) - OPEN_PART);
 
 	if (t->result != BIND_RESULT_UNSCHEDULABLE) {
-		for (s = 0; s < STAGE_MAX; s++) {
+		for (s = STAGE_BIND_REQUEST; s < STAGE_MAX; s++) {
 			if (!t->stages[s].seen)
 				continue;
 			if (t->stages[s].first_ns < start)
@@ -1077,6 +1335,7 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 		}
 	}
 	resolve_citation(c, t);
+	resolve_pending(c, t);
 	explain_missing(c, t, b->close_after_ns);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;
@@ -1114,6 +1373,7 @@ void correlator__tick(struct correlator *c, uint64_t now_ns, bool flush)
 {
 	size_t i;
 
+	pending_expire(c, now_ns);
 	for (i = 0; i < c->hi_water && c->n_open; i++) {
 		struct open_bind *b = &c->binds[i];
 

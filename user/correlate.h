@@ -19,7 +19,7 @@
 #define BIND_NAME_MAX 254
 #define BIND_NS_MAX 64
 #define BIND_MAX_WATCHERS 16
-#define BIND_MAX_FRAMES 32
+#define BIND_MAX_FRAMES 48
 #define BIND_MAX_TXNS 8
 #define BIND_REASON_MAX 160
 
@@ -31,7 +31,12 @@ enum process_role {
 	ROLE_WATCHER, /* a client of the apiserver traced because it watches pods */
 };
 
+/* The pod's path before the bind (create_request .. scheduler_informed) comes first; those stages
+ * are read from the correlator's bounded state of pending pods when the bind closes. */
 enum stage_id {
+	STAGE_CREATE_REQUEST,	   /* the apiserver has read a client's POST of the pod */
+	STAGE_CREATE_TXN_RESPONSE, /* etcd's answer to the create (rev = first resourceVersion) */
+	STAGE_SCHEDULER_INFORMED,  /* the scheduler's informer has read the ADDED event */
 	STAGE_BIND_REQUEST,
 	STAGE_APISERVER_RECEIVED,
 	STAGE_ETCD_TXN_SENT,
@@ -109,10 +114,24 @@ struct citation {
 	char go_version[32];
 	char probe[96]; /* the probed function */
 	pid_t tid;
+	uint64_t goroutine; /* the g's address (R14) */
 	uint64_t mono_ns;
 	int n_frames;
 	struct frame_line frames[BIND_MAX_FRAMES];
-	int cited; /* index of the frame cited as the line that issued the bind */
+	int cited;  /* index of the frame cited as the line that issued the bind (citation.h) */
+	int caller; /* its caller in the binding cycle, next to it in the output; 0 none */
+	const char *rule; /* which rule chose the cited frame (citation.h), static */
+	/* The call's identity: the address of the object the probe read (a *v1.Binding, or the
+	 * *v1.Pod for the default binder). */
+	uint64_t object;
+	bool queued; /* the stack of the queueing call (APICache.BindPod), not of the POST */
+	/* When the POST left a dispatcher goroutine: frames[queued_at...] are the stack that
+	 * queued it, taken by thread queue_tid at queue_ns (0: one stack). */
+	int queued_at;
+	pid_t queue_tid;
+	uint64_t queue_goroutine;
+	uint64_t queue_ns;
+	char queue_probe[96];
 };
 
 struct bind_timeline {
@@ -124,7 +143,15 @@ struct bind_timeline {
 	char node[BIND_NAME_MAX]; /* the Binding's target */
 	int status_code;	  /* of the bind response; 0 unknown */
 	char status_reason[128];
-	int64_t revision; /* etcd revision of the write = the pod's resourceVersion */
+	/* An unschedulable pod's: the message of the scheduler's PodScheduled=False condition
+	 * ("0/2 nodes are available: ..."), as its status PATCH or the patched Pod carried it. */
+	char status_message[256];
+	int64_t revision;	 /* etcd revision of the write = the pod's resourceVersion */
+	int64_t create_revision; /* etcd revision of the pod's create (0 unknown) */
+	/* No trace of the pod's creation: it was created before bindtrace attached (or its
+	 * pending state was dropped, counted in correlator_stats): its create stages say so and
+	 * do not count as missing. */
+	bool created_before_attach;
 	char node_before[BIND_NAME_MAX]; /* spec.nodeName before the write, from etcd's prev_kv */
 	bool node_before_known;
 	struct stage stages[STAGE_MAX];
@@ -146,6 +173,12 @@ struct bind_timeline {
 };
 
 const char *stage__name(enum stage_id stage);
+/* A stage of the pod's path before its bind (create_request, create_txn_response,
+ * scheduler_informed). */
+static inline bool stage__before_bind(int s)
+{
+	return s < STAGE_BIND_REQUEST;
+}
 /* Whether stage s of t, when not seen, counts in t->missing: those that cannot exist for the
  * bind's outcome (an unschedulable pod's, a refused bind's etcd write) are explained, not
  * counted. */
@@ -167,6 +200,10 @@ struct correlator_options {
 	uint64_t max_open_ns; /* give up on a bind opened this long ago */
 	uint64_t attach_ns;   /* when the tracer attached: earlier binds are "started midway" */
 	bool have_scheduler, have_apiserver, have_etcd;
+	/* Pods created but not yet bound: at most max_pending (default 8192) for at most
+	 * pending_max_age_ns (default 10 min); beyond that the oldest are dropped, and counted. */
+	size_t max_pending;
+	uint64_t pending_max_age_ns;
 };
 
 struct correlator *correlator__new(const struct correlator_options *opt, bind_done_cb cb,
@@ -193,6 +230,9 @@ void correlator__tick(struct correlator *c, uint64_t now_ns, bool flush);
 
 struct correlator_stats {
 	uint64_t binds, complete, unschedulable, open, evicted;
+	uint64_t pending;	  /* pods created, not yet bound, held now */
+	uint64_t pending_evicted; /* dropped: the pending state was full */
+	uint64_t pending_expired; /* dropped: pending longer than pending_max_age_ns */
 };
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
 

@@ -6,6 +6,7 @@
 #include <linux/types.h>
 
 #include "bind_metrics.h"
+#include "citation.h"
 #include "decode.h"
 #include "dispatch.h"
 #include "events.h"
@@ -351,12 +352,7 @@ static void symbolise(const struct target *t, const struct call_event *e, struct
 		}
 		ci->n_frames++;
 	}
-	for (i = 1; i < (uint32_t)ci->n_frames; i++) {
-		if (strncmp(ci->frames[i].func, "k8s.io/client-go/", 17) != 0) {
-			ci->cited = (int)i;
-			break;
-		}
-	}
+	citation__choose(ci);
 }
 
 static void copy_name(char *dst, size_t cap, const char *src, size_t len)
@@ -378,8 +374,14 @@ static void run_call(struct dispatch *d, const struct call_event *e)
 	util__copy(ci.kubernetes_version, sizeof(ci.kubernetes_version), t->k8s_version);
 	util__copy(ci.commit, sizeof(ci.commit), t->commit);
 	util__copy(ci.go_version, sizeof(ci.go_version), t->go_version);
-	util__copy(ci.probe, sizeof(ci.probe), t->call_probe ? t->call_probe : "");
+	ci.queued = e->cookie & CALL_COOKIE_QUEUED;
+	ci.object = e->object;
+	if (ci.queued)
+		util__copy(ci.probe, sizeof(ci.probe), targets__queue_probe);
+	else
+		util__copy(ci.probe, sizeof(ci.probe), t->call_probe ? t->call_probe : "");
 	ci.tid = (pid_t)e->hdr.tid;
+	ci.goroutine = e->goroutine;
 	ci.mono_ns = e->hdr.ts_ns;
 	symbolise(t, e, &ci);
 	copy_name(ns, sizeof(ns), e->namespace_, e->namespace_len);

@@ -187,6 +187,9 @@ struct stage_ref {
 static int stage_refs(const struct bind_timeline *t, struct stage_ref *out)
 {
 	static const int dirs[STAGE_MAX] = {
+		[STAGE_CREATE_REQUEST] = CONN_DIR_IN,
+		[STAGE_CREATE_TXN_RESPONSE] = CONN_DIR_OUT,
+		[STAGE_SCHEDULER_INFORMED] = CONN_DIR_IN,
 		[STAGE_BIND_REQUEST] = CONN_DIR_OUT,
 		[STAGE_APISERVER_RECEIVED] = CONN_DIR_IN,
 		[STAGE_ETCD_TXN_SENT] = CONN_DIR_OUT,

@@ -89,6 +89,7 @@ static int decode_pod_condition(const uint8_t *buf, size_t len, struct k8s_pod *
 {
 	struct pb_field f;
 	char type[32] = "", status[16] = "", reason[K8S_REASON_MAX] = "";
+	char message[K8S_MESSAGE_MAX] = "";
 	int err;
 
 	FOR_EACH_FIELD(buf, len, f, err)
@@ -101,6 +102,8 @@ static int decode_pod_condition(const uint8_t *buf, size_t len, struct k8s_pod *
 			COPY(status, &f);
 		else if (f.number == 5)
 			COPY(reason, &f);
+		else if (f.number == 6)
+			COPY(message, &f);
 	}
 	if (err)
 		return err;
@@ -108,6 +111,7 @@ static int decode_pod_condition(const uint8_t *buf, size_t len, struct k8s_pod *
 		pod->has_scheduled = true;
 		snprintf(pod->scheduled_status, sizeof(pod->scheduled_status), "%s", status);
 		snprintf(pod->scheduled_reason, sizeof(pod->scheduled_reason), "%s", reason);
+		snprintf(pod->scheduled_message, sizeof(pod->scheduled_message), "%s", message);
 	}
 	return 0;
 }
@@ -421,6 +425,8 @@ static void json_pod(json_t *obj, struct k8s_object *o)
 				 json_object_get(cond, "status"));
 		json_copy_string(o->pod.scheduled_reason, sizeof(o->pod.scheduled_reason),
 				 json_object_get(cond, "reason"));
+		json_copy_string(o->pod.scheduled_message, sizeof(o->pod.scheduled_message),
+				 json_object_get(cond, "message"));
 	}
 }
 

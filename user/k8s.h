@@ -52,7 +52,9 @@ struct k8s_pod {
 	bool has_scheduled;		       /* a PodScheduled condition is present */
 	char scheduled_status[16];	       /* "True", "False", "Unknown" */
 	char scheduled_reason[K8S_REASON_MAX]; /* e.g. "Unschedulable" */
-	bool deleting;			       /* deletionTimestamp set */
+	/* Why, as the scheduler wrote it: "0/2 nodes are available: ..." (truncated) */
+	char scheduled_message[K8S_MESSAGE_MAX];
+	bool deleting; /* deletionTimestamp set */
 };
 
 struct k8s_binding {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "citation.h"
 #include "identity.h"
 #include "output_file.h"
 #include "report.h"
@@ -273,6 +274,10 @@ static void md_unschedulable(FILE *out, const struct bind_timeline *t)
 		fprint_md(out, t->status_reason);
 		fputc(')', out);
 	}
+	if (t->status_message[0]) {
+		fputs(": ", out);
+		fprint_md(out, t->status_message);
+	}
 	fputs(".\n\n", out);
 }
 
@@ -376,6 +381,45 @@ static void md_stages(FILE *out, const struct bind_view *view)
 	fputs("\n", out);
 }
 
+/* One line of the chain: "- `file:line` `func`" linked at the commit. */
+static void md_chain_frame(FILE *out, const struct citation *ci, const char *label, int i)
+{
+	const struct frame_line *f = &ci->frames[i];
+
+	fprintf(out, "- %s`", label);
+	fprint_md(out, f->file);
+	fprintf(out, ":%d` `", f->line);
+	fprint_md(out, citation__short_func(f->func));
+	fputc('`', out);
+	md_source_link(out, f->file, f->line, ci->commit[0] ? ci->commit : ci->kubernetes_version);
+	fputc('\n', out);
+}
+
+/* The cited frame's caller in the binding cycle, then the chain down to the POST. */
+static void md_citation_chain(FILE *out, const struct citation *ci)
+{
+	int i;
+
+	fputs("The bind step and the path from it to the POST, each line calling the next:\n\n",
+	      out);
+	if (ci->caller > 0)
+		md_chain_frame(out, ci, "called from ", ci->caller);
+	md_chain_frame(out, ci, "**issued at** ", ci->cited);
+	for (i = ci->cited - 1; i >= 0; i--) {
+		if (ci->queued_at && i == ci->queued_at - 1)
+			fprintf(
+			    out,
+			    "- *queued*: goroutine 0x%" PRIx64 " (thread %d) queued the Binding; "
+			    "dispatcher goroutine 0x%" PRIx64 " (thread %d) sent it %.3f ms later, "
+			    "from:\n",
+			    ci->queue_goroutine, ci->queue_tid, ci->goroutine, ci->tid,
+			    (double)(int64_t)(ci->mono_ns - ci->queue_ns) / 1e6);
+		if (citation__frame_shown(ci, i))
+			md_chain_frame(out, ci, i ? "" : "POST: ", i);
+	}
+	fputc('\n', out);
+}
+
 /* Where the bind was issued. */
 static void md_citation(FILE *out, const struct citation *ci)
 {
@@ -402,7 +446,9 @@ static void md_citation(FILE *out, const struct citation *ci)
 		}
 		md_source_link(out, f->file, f->line,
 			       ci->commit[0] ? ci->commit : ci->kubernetes_version);
-		fprintf(out, ".\n\nThe scheduler's thread %d entered `", ci->tid);
+		fputs(".\n\n", out);
+		md_citation_chain(out, ci);
+		fprintf(out, "The scheduler's thread %d entered `", ci->tid);
 		fprint_md(out, ci->probe);
 		fputs(
 		    "`; its stack, symbolised through the binary's pclntab (→ the cited frame):\n\n"
@@ -503,7 +549,10 @@ static void md_missing(FILE *out, const struct bind_view *view)
 	for (s = 0; s < STAGE_MAX; s++) {
 		const struct stage *st = &t->stages[s];
 
-		if (st->seen || (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST))
+		if (st->seen ||
+		    (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST &&
+		     !stage__before_bind(s)) ||
+		    (stage__before_bind(s) && t->created_before_attach))
 			continue;
 		fprintf(out, "- `%s`: ", stage__name((enum stage_id)s));
 		fprint_md(out, stage__missing_reason(st));
@@ -512,6 +561,13 @@ static void md_missing(FILE *out, const struct bind_view *view)
 	}
 	if (!missing)
 		fputs("None: every required stage was observed.\n", out);
+	if (t->created_before_attach) {
+		fputs("- The pod's create (`create_request`, `create_txn_response`, "
+		      "`scheduler_informed`): ",
+		      out);
+		fprint_md(out, stage__missing_reason(&t->stages[STAGE_CREATE_REQUEST]));
+		fputs(".\n", out);
+	}
 	if (t->gap)
 		fputs("- A capture gap on one of this bind's connections may have hidden "
 		      "something.\n",

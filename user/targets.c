@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "capture.skel.h"
+#include "events.h"
 #include "goelf.h"
 #include "gorelease.h"
 #include "session.h"
@@ -169,27 +170,42 @@ static int read_binary(struct target *t, const char *path)
 	return 0;
 }
 
-/* The scheduler's bind call, at the first of bind_probes the binary has and validates. */
+/* Where a bind is queued for a dispatcher goroutine (SchedulerAsyncAPICalls, 1.34+):
+ * (*APICache).BindPod(binding): RAX recv, RBX binding, the object the dispatcher POSTs. */
+const char targets__queue_probe[] =
+    "k8s.io/kubernetes/pkg/scheduler/backend/api_cache.(*APICache).BindPod";
+static const struct bind_probe queue_probe = { targets__queue_probe, 1 };
+
+/* A uprobe of go_call on p->func, validated; NULL when the binary has no such function. */
+static struct bpf_link *attach_call(struct targets *ts, struct target *t, const char *path,
+				    const struct bind_probe *p, __u64 flags)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = (__u64)p->obj_reg | flags);
+	uint64_t entry, end;
+	int64_t off;
+
+	if (go_binary__func(t->gb, p->func, &entry, &end) ||
+	    go_binary__check_probe(t->gb, p->func, entry))
+		return NULL;
+	off = go_binary__file_offset(t->gb, entry);
+	if (off < 0)
+		return NULL;
+	return bpf_program__attach_uprobe_opts(session__bpf(ts->session)->progs.go_call,
+					       t->proc.pid, path, (size_t)off, &uo);
+}
+
+/* The scheduler's bind call, at the first of bind_probes the binary has and validates; and
+ * where it queues binds for a dispatcher, when it has that. */
 static void probe_bind_call(struct targets *ts, struct target *t, const char *path)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]) && !t->call_link; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = (__u64)bind_probes[i].obj_reg);
-		uint64_t entry, end;
-		int64_t off;
-
-		if (go_binary__func(t->gb, bind_probes[i].func, &entry, &end) ||
-		    go_binary__check_probe(t->gb, bind_probes[i].func, entry))
-			continue;
-		off = go_binary__file_offset(t->gb, entry);
-		if (off < 0)
-			continue;
-		t->call_link = bpf_program__attach_uprobe_opts(
-		    session__bpf(ts->session)->progs.go_call, t->proc.pid, path, (size_t)off, &uo);
+		t->call_link = attach_call(ts, t, path, &bind_probes[i], 0);
 		if (t->call_link)
 			t->call_probe = bind_probes[i].func;
 	}
+	t->queue_link = attach_call(ts, t, path, &queue_probe, CALL_COOKIE_QUEUED);
 	if (!t->call_link)
 		fprintf(
 		    stderr,
@@ -283,19 +299,23 @@ static void detach_target(struct targets *ts, struct target *t)
 	struct process_info now;
 	struct bpf_link **links;
 
-	if ((t->tls.n_links || t->call_link) && discover__process(t->proc.pid, &now) == -ESRCH &&
-	    (links = realloc(t->tls.links, (t->tls.n_links + 1) * sizeof(*links)))) {
+	if ((t->tls.n_links || t->call_link || t->queue_link) &&
+	    discover__process(t->proc.pid, &now) == -ESRCH &&
+	    (links = realloc(t->tls.links, (t->tls.n_links + 2) * sizeof(*links)))) {
 		size_t n = t->tls.n_links;
 
 		if (t->call_link)
 			links[n++] = t->call_link;
+		if (t->queue_link)
+			links[n++] = t->queue_link;
 		link_reaper__add(&ts->reaper, links, n);
 		t->tls.links = NULL;
 		t->tls.n_links = 0;
-		t->call_link = NULL;
+		t->call_link = t->queue_link = NULL;
 	}
 	bpf_link__destroy(t->call_link);
-	t->call_link = NULL;
+	bpf_link__destroy(t->queue_link);
+	t->call_link = t->queue_link = NULL;
 	tls_attachment__detach(&t->tls);
 	go_binary__close(t->gb);
 	t->gb = NULL;
@@ -464,7 +484,8 @@ void targets__close(struct targets *ts)
 	link_reaper__finish(&ts->reaper);
 	for (i = 0; i < ts->n; i++) {
 		bpf_link__destroy(ts->t[i].call_link);
-		ts->t[i].call_link = NULL;
+		bpf_link__destroy(ts->t[i].queue_link);
+		ts->t[i].call_link = ts->t[i].queue_link = NULL;
 		tls_attachment__detach(&ts->t[i].tls);
 		go_binary__close(ts->t[i].gb);
 		ts->t[i].gb = NULL;

@@ -38,6 +38,7 @@ struct target {
 	struct tls_attachment tls;
 	struct bpf_link *call_link;
 	const char *call_probe;
+	struct bpf_link *queue_link; /* on targets__queue_probe, when the binary has it */
 	bool attached;
 	bool given;	       /* the pid came from --*-pid: its replacement must match exactly */
 	uint64_t cmdline_hash; /* of /proc/PID/cmdline when attached: a restart runs the same */
@@ -59,6 +60,10 @@ struct targets {
 	struct link_reaper reaper;
 	struct targets_listener on;
 };
+
+/* Where a bind is queued for a dispatcher goroutine (SchedulerAsyncAPICalls, 1.34+):
+ * (*APICache).BindPod(binding), the object the dispatcher POSTs. */
+extern const char targets__queue_probe[];
 
 /* ", k8s.io/kubernetes v1.37.2 (commit abcdef123456)" for a header line, "" if nothing known. */
 const char *target__release_label(const struct target *t, char *buf, size_t len);

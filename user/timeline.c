@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bind_json.h"
+#include "citation.h"
 #include "timeline.h"
 
 static double ms(int64_t ns)
@@ -22,6 +23,48 @@ static void print_stage(FILE *out, const char *name, const struct stage *st, uin
 	}
 	fprintf(out, "  %+10.3f  %-24s %-15s %7d  %s\n", ms((int64_t)st->mono_ns - (int64_t)t0),
 		name, st->who.comm, st->who.pid, extra ? extra : "");
+}
+
+/* One frame of the chain: "file:line func". */
+static void print_frame(FILE *out, const char *label, const struct frame_line *f)
+{
+	fprintf(out, "    %-9s %s:%d %s\n", label, f->file, f->line, citation__short_func(f->func));
+}
+
+/* "issued at FILE:LINE (func -> callee), release (commit)", its caller in the binding cycle, then
+ * the chain down to the POST; a dispatcher's POST says where the queueing stack ends. */
+static void print_citation(FILE *out, const struct citation *ci)
+{
+	const struct frame_line *f;
+	const char *label = "chain";
+	int i;
+
+	if (!ci->known || ci->cited < 0 || ci->cited >= ci->n_frames)
+		return;
+	f = &ci->frames[ci->cited];
+	fprintf(out, "  issued at %s:%d (%s", f->file, f->line, citation__short_func(f->func));
+	for (i = ci->cited - 1; i >= 0 && !citation__frame_shown(ci, i); i--)
+		;
+	if (i >= 0 && (!ci->queued_at || (ci->cited >= ci->queued_at) == (i >= ci->queued_at)))
+		fprintf(out, " -> %s", citation__short_func(ci->frames[i].func));
+	fprintf(out, "), %s%s%s%.12s%s\n", ci->kubernetes_version[0] ? "k8s.io/kubernetes " : "",
+		ci->kubernetes_version, ci->commit[0] ? " (commit " : "", ci->commit,
+		ci->commit[0] ? ")" : "");
+	if (ci->caller > 0)
+		print_frame(out, "caller", &ci->frames[ci->caller]);
+	for (i = ci->cited - 1; i >= 0; i--) {
+		if (ci->queued_at && i == ci->queued_at - 1)
+			fprintf(out,
+				"    queued    by goroutine g=0x%" PRIx64
+				" (thread %d); POSTed %.3f ms "
+				"later by dispatcher goroutine g=0x%" PRIx64 " (thread %d):\n",
+				ci->queue_goroutine, ci->queue_tid,
+				ms((int64_t)(ci->mono_ns - ci->queue_ns)), ci->goroutine, ci->tid);
+		if (!citation__frame_shown(ci, i))
+			continue;
+		print_frame(out, i ? label : "POST", &ci->frames[i]);
+		label = "";
+	}
 }
 
 /* "bind #N ns/name -> node  result (code reason)  rev R  total T ms  at HH:MM:SS.us", and the
@@ -48,12 +91,9 @@ static void print_headline(FILE *out, const struct bind_view *view, uint64_t t0)
 	if (leg__duration(t, LEG_TOTAL, -1, &d))
 		fprintf(out, "  total %.3f ms", ms(d));
 	fprintf(out, "  at %s\n", when);
-	if (ci->known && ci->cited >= 0 && ci->cited < ci->n_frames)
-		fprintf(out, "  issued at %s:%d (%s), %s%s%s%.12s%s\n", ci->frames[ci->cited].file,
-			ci->frames[ci->cited].line, ci->frames[ci->cited].func,
-			ci->kubernetes_version[0] ? "k8s.io/kubernetes " : "",
-			ci->kubernetes_version, ci->commit[0] ? " (commit " : "", ci->commit,
-			ci->commit[0] ? ")" : "");
+	if (t->status_message[0])
+		fprintf(out, "  scheduler's message: %s\n", t->status_message);
+	print_citation(out, ci);
 }
 
 /* What a stage was: the request, the Txn's key, the revision, the status. */
@@ -65,6 +105,16 @@ static void stage_detail(char *extra, size_t cap, const struct bind_timeline *t,
 	if (!st->seen)
 		return;
 	switch (s) {
+	case STAGE_CREATE_REQUEST:
+		snprintf(extra, cap, "POST pods (create %s/%s)", t->namespace_, t->name);
+		break;
+	case STAGE_CREATE_TXN_RESPONSE:
+		snprintf(extra, cap, "revision %" PRId64 " (the pod's first resourceVersion)",
+			 t->create_revision);
+		break;
+	case STAGE_SCHEDULER_INFORMED:
+		snprintf(extra, cap, "ADDED nodeName \"\"");
+		break;
 	case STAGE_BIND_REQUEST:
 		if (t->result == BIND_RESULT_UNSCHEDULABLE)
 			snprintf(extra, cap, "PATCH pods/status PodScheduled=False");

@@ -244,11 +244,14 @@ static void print_header(struct tracer *tr, uint64_t attach_ns)
 		struct target *t = &tr->targets.t[i];
 		char release[160];
 
-		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes%s%s)\n",
+		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes%s%s%s%s)\n",
 			process_role__name(t->role), t->proc.pid, t->proc.exe, t->go_version,
 			target__release_label(t, release, sizeof(release)),
-			t->tls.n_links + !!t->call_link, t->call_probe ? ", bind call: " : "",
-			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "");
+			t->tls.n_links + !!t->call_link + !!t->queue_link,
+			t->call_probe ? ", bind call: " : "",
+			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "",
+			t->queue_link ? ", bind queue: " : "",
+			t->queue_link ? strrchr(targets__queue_probe, '/') + 1 : "");
 	}
 	if (tr->metrics_server)
 		fprintf(out, "# metrics on http://%s/metrics\n",
@@ -338,11 +341,14 @@ static void print_totals(struct tracer *tr)
 	summary__print(tr->opt.json ? stderr : stdout, tr->summary);
 	fprintf(stderr,
 		"bindtrace: %llu events, %llu ring buffer drops, %llu binds seen (%llu complete, "
-		"%llu unschedulable)%s%s\n",
+		"%llu unschedulable); pending pods: %llu held, %llu dropped (full), %llu dropped "
+		"(age)%s%s\n",
 		(unsigned long long)session__events(tr->session),
 		(unsigned long long)counters[COUNTER_RINGBUF_DROPS],
 		(unsigned long long)cstats.binds, (unsigned long long)cstats.complete,
-		(unsigned long long)cstats.unschedulable, evicted,
+		(unsigned long long)cstats.unschedulable, (unsigned long long)cstats.pending,
+		(unsigned long long)cstats.pending_evicted,
+		(unsigned long long)cstats.pending_expired, evicted,
 		dstats.conn_table_full ? "; connection table full: some traffic not decoded" : "");
 	if (verbose)
 		fprintf(stderr, "bindtrace: %llu connections closed and their decoders freed\n",

@@ -17,6 +17,8 @@ ORDER = [
     ("etcd_wal_fsync", "etcd_txn_response"), ("etcd_txn_response", "bind_response"),
     ("etcd_wal_fsync", "etcd_watch_event"), ("bind_response", "bind_response_received"),
 ]
+# The pod's path before the bind: present for every pod created while the tracer ran.
+CREATE_STAGES = ["create_request", "create_txn_response", "scheduler_informed"]
 SCHEMA_VERSION = 1  # the README's
 TOP = {"schema_version": int, "seq": int, "pod": dict, "node": str, "result": str, "status_code": int,
        "status_reason": str, "revision": int, "stages": dict, "watchers": list,
@@ -111,6 +113,87 @@ def check_release(c, inspect_path):
     print(f"citation: k8s {want_version or '(unknown)'}, commit {want_commit or '(unknown)'}")
 
 
+def check_create(b):
+    """The pod was created while traced: every create stage seen, in order before the bind, and
+    the create's revision below the bind's."""
+    missing = [s for s in CREATE_STAGES if "missing" in b["stages"].get(s, {"missing": "absent"})]
+    if missing or b.get("created_before_attach"):
+        return f"create stages missing: {missing}"
+    # etcd answers the create and notifies its watchers each on its own once it is applied:
+    # the ADDED event can reach the scheduler before etcd has written its TxnResponse.
+    t = {s: b["stages"][s]["mono_ns"] for s in CREATE_STAGES + ["bind_request"]}
+    if not (t["create_request"] < t["create_txn_response"] and
+            t["create_request"] < t["scheduler_informed"] < t["bind_request"]):
+        return f"create stages out of order: {t}"
+    if not 0 < b.get("create_revision", 0) < b["revision"]:
+        return f"create_revision {b.get('create_revision')} vs revision {b['revision']}"
+    return None
+
+
+def release_source(c):
+    """The release's source of a k8s.io/kubernetes path: the module cache's copy at the cited
+    release (GOMODCACHE, else ~/go/pkg/mod); None when it is not there."""
+    import os
+    import subprocess
+    root = os.environ.get("GOMODCACHE")
+    if not root:
+        try:
+            root = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            root = os.path.expanduser("~/go/pkg/mod")
+    d = os.path.join(root, f"k8s.io/kubernetes@{c['kubernetes_version']}")
+    return d if os.path.isdir(d) else None
+
+
+def source_line(src, path, line):
+    rel = path.split("k8s.io/kubernetes", 1)[1]
+    rel = rel.split("/", 1)[1] if rel.startswith("@") else rel.lstrip("/")
+    lines = open(f"{src}/{rel}").read().split("\n")
+    return lines, lines[line - 1]
+
+
+def check_citation(c, async_calls=False):
+    """The cited line is the scheduler's bind step in schedule_one.go, checked against the
+    release's module source: at that line (*Scheduler).bind calls RunBindPlugins; its caller is
+    the binding cycle's call of sched.bind; the chain ends at the POST. With async API calls the
+    POST came from a dispatcher goroutine and was joined with the stack that queued it."""
+    if c.get("rule") != "bind_step" or not c["file"].endswith("pkg/scheduler/schedule_one.go") \
+            or not c["function"].endswith(".(*Scheduler).bind"):
+        fail(f"cited {c['file']}:{c['line']} {c['function']} (rule {c.get('rule')}), not the "
+             "bind step in schedule_one.go")
+    caller = c.get("caller") or {}
+    if not caller.get("function", "").endswith(".(*Scheduler).bindingCycle"):
+        fail(f"caller {caller}, not the binding cycle")
+    chain = c.get("chain") or []
+    if not chain or not chain[-1]["function"].endswith("v1.(*pods).Bind"):
+        fail(f"the chain does not end at the POST ((*pods).Bind): {chain[-1:]}")
+    # A module-zip build has no commit (check_release holds it to what the binary states).
+    if c.get("commit") and len(c["commit"]) != 40:
+        fail(f"citation.commit {c.get('commit')!r} is not 40 hex digits")
+    src = release_source(c)
+    if not src:
+        fail(f"no module source of k8s.io/kubernetes@{c['kubernetes_version']} to check against")
+    lines, text = source_line(src, c["file"], c["line"])
+    func = next((l for l in reversed(lines[:c["line"]]) if l.startswith("func ")), "")
+    if "RunBindPlugins(" not in text or not func.startswith("func (sched *Scheduler) bind("):
+        fail(f"{c['file']}:{c['line']} at {c['kubernetes_version']} reads {text.strip()!r} in "
+             f"{func[:60]!r}: not the bind step's call")
+    _, ctext = source_line(src, caller["file"], caller["line"])
+    if "sched.bind(" not in ctext:
+        fail(f"caller line {caller['file']}:{caller['line']} reads {ctext.strip()!r}")
+    queued = c.get("queued")
+    dispatched = [f for f in chain if f.get("goroutine") == "dispatcher"]
+    if async_calls and (not queued or not dispatched or
+                        not queued["probe"].endswith("(*APICache).BindPod")):
+        fail(f"async API calls: the POST was not joined with its queueing stack: {queued}")
+    if not async_calls and (queued or dispatched):
+        fail(f"a queueing stack without async API calls: {queued}")
+    print(f"cited line at {c['kubernetes_version']} ({src}): {c['file']}:{c['line']}: "
+          f"{text.strip()}; caller :{caller['line']}: {ctext.strip()}"
+          + (f"; POST by a dispatcher goroutine, queued by tid {queued['tid']}" if queued else ""))
+
+
 def one(path, node, rv, watcher_pid, inspect_path=None):
     binds = load(path)
     if len(binds) != 1:
@@ -133,12 +216,20 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
         print("etcd_wal_fsync:", fs["missing"])
     elif not fs["first_mono_ns"] <= fs["last_mono_ns"]:
         fail("fsync end before start")
+    err = check_create(b)
+    if err:
+        fail(err)
+    print("create: create_to_informed %.3f ms, scheduling %.3f ms, create revision %d" % (
+        b["legs_ns"]["create_to_informed"] / 1e6, b["legs_ns"]["scheduling"] / 1e6,
+        b["create_revision"]))
     c = b["citation"]
     if not c or not c.get("file") or not c.get("line"):
         fail(f"no citation: {c}")
     print(f"cited: {c['file']}:{c['line']} ({c['function']}), k8s {c['kubernetes_version']}")
     if inspect_path:
         check_release(c, inspect_path)
+    import os
+    check_citation(c, os.environ.get("SCHEDULER_ASYNC_API_CALLS") == "1")
     kubectl = [w for w in b["watchers"] if w["comm"] == "kubectl" or
                "kubectl" in w.get("user_agent", "") or str(w["pid"]) == watcher_pid]
     if not kubectl:
@@ -165,12 +256,14 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
 
 
 def truth_of(pods_file):
-    """name -> (node, resourceVersion, PodScheduled reason) from the API (kubectl)."""
+    """name -> (node, resourceVersion, PodScheduled reason, PodScheduled message) from the API
+    (kubectl)."""
     truth = {}
     for line in open(pods_file):
-        f = line.split("\t")
+        f = line.rstrip("\n").split("\t")
         if len(f) >= 3:
-            truth[f[0]] = (f[1], f[2].strip(), f[3].strip() if len(f) > 3 else "")
+            truth[f[0]] = (f[1], f[2].strip(), f[3].strip() if len(f) > 3 else "",
+                           f[4].strip() if len(f) > 4 else "")
     return truth
 
 
@@ -191,9 +284,12 @@ def burst(path, n, pods_file, prefix="burst"):
         if not ok:
             why.append("missing " + ", ".join(f"{s} ({b['stages'][s]['missing']})"
                                               for s in missing))
+        err = check_create(b)
+        if err:
+            why.append(err)
         if b["result"] != "bound" or b["status_code"] != 201:
             why.append(f"result {b['result']} {b['status_code']}")
-        node, rv, _ = truth.get(name, ("?", "?", ""))
+        node, rv, _, _ = truth.get(name, ("?", "?", "", ""))
         if b["node"] != node:
             why.append(f"node {b['node']!r}, the API says {node!r}")
         if str(b["revision"]) != rv:
@@ -216,7 +312,7 @@ def burst(path, n, pods_file, prefix="burst"):
         print("   without a timeline:", absent[:10])
     if bad or dup or absent or extra or len(binds) != int(n):
         fail(f"want {n} complete timelines, one per pod, node and revision as the API says, "
-             "in causal order")
+             "in causal order, every create stage present")
 
 
 def unschedulable(path, name, pods_file):
@@ -224,7 +320,7 @@ def unschedulable(path, name, pods_file):
     PodScheduled condition; and the API shows no node."""
     binds = load(path)
     truth = truth_of(pods_file)
-    node, _, reason = truth.get(name, ("?", "?", "?"))
+    node, _, reason, message = truth.get(name, ("?", "?", "?", "?"))
     if node:
         fail(f"{name}: the API shows it on node {node!r}: not a pod that fits no node")
     if len(binds) != 1 or binds[0]["pod"]["name"] != name:
@@ -236,7 +332,13 @@ def unschedulable(path, name, pods_file):
         fail(f"{name}: a node {b['node']!r}")
     if b["status_reason"] != reason:
         fail(f"{name}: status_reason {b['status_reason']!r}, PodScheduled says {reason!r}")
-    print(f"{name}: unschedulable ({b['status_reason']})")
+    # The scheduler's message, from its PATCH or the patched Pod: the API's (the first one, when
+    # a retry has since rewritten it with the same text).
+    if not isinstance(b.get("status_message"), str) or not b["status_message"]:
+        fail(f"{name}: no status_message (the scheduler's PodScheduled message)")
+    if b["status_message"] != message[:len(b["status_message"])] or not message:
+        fail(f"{name}: status_message {b['status_message']!r}, PodScheduled says {message!r}")
+    print(f"{name}: unschedulable ({b['status_reason']}): {b['status_message']}")
 
 
 if __name__ == "__main__":

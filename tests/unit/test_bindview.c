@@ -27,6 +27,9 @@ static const struct {
 	int to;
 	enum at to_at;
 } defs[] = {
+	{ LEG_CREATE_TO_INFORMED, "create_to_informed", STAGE_CREATE_REQUEST, TIME,
+	  STAGE_SCHEDULER_INFORMED, TIME },
+	{ LEG_SCHEDULING, "scheduling", STAGE_SCHEDULER_INFORMED, TIME, STAGE_BIND_REQUEST, TIME },
 	{ LEG_SCHEDULER_TO_APISERVER, "scheduler_to_apiserver", STAGE_BIND_REQUEST, TIME,
 	  STAGE_APISERVER_RECEIVED, TIME },
 	{ LEG_APISERVER_TO_ETCD_TXN, "apiserver_handling", STAGE_APISERVER_RECEIVED, TIME,
@@ -82,6 +85,13 @@ static void full_bind(struct bind_timeline *t)
 	snprintf(t->node, sizeof(t->node), "node-b");
 	t->status_code = 201;
 	t->revision = 212;
+	t->create_revision = 209;
+	set(&s[STAGE_CREATE_REQUEST], 20, "kube-apiserver", ROLE_APISERVER, B - 15400 * US,
+	    B - 15100 * US, false);
+	set(&s[STAGE_CREATE_TXN_RESPONSE], 30, "etcd", ROLE_ETCD, B - 9800 * US, B - 9790 * US,
+	    true);
+	set(&s[STAGE_SCHEDULER_INFORMED], 10, "kube-scheduler", ROLE_SCHEDULER, B - 4200 * US,
+	    B - 4050 * US, false);
 	set(&s[STAGE_BIND_REQUEST], 10, "kube-scheduler", ROLE_SCHEDULER, B, B + 11 * US, true);
 	set(&s[STAGE_APISERVER_RECEIVED], 20, "kube-apiserver", ROLE_APISERVER, B + 100 * US,
 	    B + 270 * US, false);
@@ -132,7 +142,7 @@ static void check_legs(void)
 
 	full_bind(t);
 	bind_view__init(&v, t, 0);
-	CHECK_INT(v.n_legs, 9 + 2 * 2);
+	CHECK_INT(v.n_legs, 11 + 2 * 2);
 	CHECK_INT(v.legs[0].leg, LEG_TOTAL);
 	for (i = 0; i < v.n_legs; i++) {
 		const struct bind_leg *l = &v.legs[i];
@@ -177,7 +187,14 @@ static void check_legs(void)
 	/* Out of range watchers, and per-watcher legs asked without one. */
 	CHECK(!leg__duration(t, LEG_WATCH_FANOUT, 2, &(int64_t){ 0 }), "no watcher 2");
 	CHECK(!leg__duration(t, LEG_WATCH_FANOUT, -1, &(int64_t){ 0 }), "fanout needs a watcher");
-	CHECK(bind_view__leg(&v, LEG_WATCH_DELIVERY, 1) == &v.legs[12], "watcher 1's delivery");
+	CHECK(bind_view__leg(&v, LEG_WATCH_DELIVERY, 1) == &v.legs[14], "watcher 1's delivery");
+	/* The pod's path before the bind: the create to the informer, then the scheduling. */
+	CHECK_INT(bind_view__leg(&v, LEG_CREATE_TO_INFORMED, -1)->end_ns -
+		      bind_view__leg(&v, LEG_CREATE_TO_INFORMED, -1)->start_ns,
+		  (15100 - 4050) * US);
+	CHECK_INT(bind_view__leg(&v, LEG_SCHEDULING, -1)->end_ns -
+		      bind_view__leg(&v, LEG_SCHEDULING, -1)->start_ns,
+		  4050 * US);
 	/* The roles a leg is between, by design. */
 	CHECK_INT(leg__from_role(LEG_TXN_TO_ETCD), ROLE_APISERVER);
 	CHECK_INT(leg__to_role(LEG_TXN_TO_ETCD), ROLE_ETCD);

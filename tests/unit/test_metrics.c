@@ -114,7 +114,7 @@ static void fill_bind(struct bind_timeline *t)
 	for (s = 0; s < STAGE_MAX; s++) {
 		t->stages[s].seen = true;
 		t->stages[s].mono_ns = t->stages[s].first_ns = t->stages[s].last_ns =
-		    1000000000ull + (uint64_t)s * 1000000ull;
+		    (uint64_t)(1000000000ll + (int64_t)(s - STAGE_BIND_REQUEST) * 1000000ll);
 	}
 	t->stages[STAGE_ETCD_WAL_FSYNC].first_ns = 1000000000ull + 4000000ull;
 	t->stages[STAGE_ETCD_WAL_FSYNC].last_ns = 1000000000ull + 4300000ull;

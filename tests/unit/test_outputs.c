@@ -160,6 +160,14 @@ static void cite(struct citation *ci)
 	ci->cited = 1;
 }
 
+/* These pods were created before the tracer attached: their create stages say so. */
+static void created_before_attach(struct bind_timeline *t)
+{
+	t->created_before_attach = true;
+	for (int s = 0; s < STAGE_BIND_REQUEST; s++)
+		miss(&t->stages[s], "the pod was created before bindtrace attached");
+}
+
 static void complete_bind(struct bind_timeline *t)
 {
 	struct stage *s = t->stages;
@@ -203,6 +211,7 @@ static void complete_bind(struct bind_timeline *t)
 		t->watchers[w].before_known = true;
 	}
 	cite(&t->citation);
+	created_before_attach(t);
 	t->opened_ns = B;
 }
 
@@ -228,6 +237,7 @@ static void missing_bind(struct bind_timeline *t)
 		  false, 5);
 	t->missing = 5;
 	t->gap = true;
+	created_before_attach(t);
 	t->opened_ns = b;
 }
 
@@ -243,8 +253,9 @@ static void unschedulable_bind(struct bind_timeline *t)
 	snprintf(t->status_reason, sizeof(t->status_reason),
 		 "Unschedulable: 0/2 nodes are available");
 	set_stage(&t->stages[STAGE_BIND_REQUEST], &sched_conn, b, b + 10 * US, true, 7);
-	for (int i = 1; i < STAGE_MAX; i++)
+	for (int i = STAGE_BIND_REQUEST + 1; i < STAGE_MAX; i++)
 		miss(&t->stages[i], "no Binding: the pod fits no node");
+	created_before_attach(t);
 	t->opened_ns = b;
 }
 
@@ -385,7 +396,8 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	const struct stage *s = t->stages;
 	struct decoded_msg *m;
 
-	m = msg_new(DECODED_REQUEST, CONN_DIR_OUT, s[0].stream_id, s[0].first_ns, s[0].last_ns);
+	m = msg_new(DECODED_REQUEST, CONN_DIR_OUT, s[STAGE_BIND_REQUEST].stream_id,
+		    s[STAGE_BIND_REQUEST].first_ns, s[STAGE_BIND_REQUEST].last_ns);
 	snprintf(m->http.method, sizeof(m->http.method), "POST");
 	snprintf(m->http.path, sizeof(m->http.path), "/api/v1/namespaces/default/pods/%s/binding",
 		 t->name);
@@ -402,12 +414,12 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	m = malloc(sizeof(*m));
 	*m = copy;
 	m->dir = CONN_DIR_IN;
-	m->ts_first_ns = s[1].first_ns;
-	m->ts_last_ns = s[1].last_ns;
+	m->ts_first_ns = s[STAGE_BIND_REQUEST + 1].first_ns;
+	m->ts_last_ns = s[STAGE_BIND_REQUEST + 1].last_ns;
 	feed_msg(o, &api_in, m);
 
-	m = msg_new(DECODED_GRPC_REQUEST, CONN_DIR_OUT, s[2].stream_id, s[2].first_ns,
-		    s[2].last_ns);
+	m = msg_new(DECODED_GRPC_REQUEST, CONN_DIR_OUT, s[STAGE_BIND_REQUEST + 2].stream_id,
+		    s[STAGE_BIND_REQUEST + 2].first_ns, s[STAGE_BIND_REQUEST + 2].last_ns);
 	snprintf(m->http.path, sizeof(m->http.path), "/etcdserverpb.KV/Txn");
 	m->body_kind = BODY_ETCD_TXN;
 	snprintf(m->body.txn.compare_key, sizeof(m->body.txn.compare_key),
@@ -423,20 +435,23 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	m = malloc(sizeof(*m));
 	*m = copy;
 	m->dir = CONN_DIR_IN;
-	m->ts_first_ns = s[3].first_ns;
-	m->ts_last_ns = s[3].last_ns;
+	m->ts_first_ns = s[STAGE_BIND_REQUEST + 3].first_ns;
+	m->ts_last_ns = s[STAGE_BIND_REQUEST + 3].last_ns;
 	feed_msg(o, &etcd_in, m);
 
-	feed_fsync(o, s[0].first_ns + 650 * US, s[0].first_ns + 700 * US,
+	feed_fsync(o, s[STAGE_BIND_REQUEST].first_ns + 650 * US,
+		   s[STAGE_BIND_REQUEST].first_ns + 700 * US,
 		   "/var/lib/etcd/member/wal/0.tmp"); /* before the commit */
-	feed_fsync(o, s[4].first_ns, s[4].last_ns, "/var/lib/etcd/member/wal/0000-0001.wal");
-	feed_fsync(o, s[0].first_ns + 2200 * US, s[0].first_ns + 2300 * US,
-		   "/var/lib/etcd/member/snap/db");
-	feed_fsync(o, s[0].first_ns + 40000 * US, s[0].first_ns + 40100 * US,
+	feed_fsync(o, s[STAGE_BIND_REQUEST + 4].first_ns, s[STAGE_BIND_REQUEST + 4].last_ns,
+		   "/var/lib/etcd/member/wal/0000-0001.wal");
+	feed_fsync(o, s[STAGE_BIND_REQUEST].first_ns + 2200 * US,
+		   s[STAGE_BIND_REQUEST].first_ns + 2300 * US, "/var/lib/etcd/member/snap/db");
+	feed_fsync(o, s[STAGE_BIND_REQUEST].first_ns + 40000 * US,
+		   s[STAGE_BIND_REQUEST].first_ns + 40100 * US,
 		   "/var/lib/etcd/member/wal/0000-0001.wal");
 
-	m = msg_new(DECODED_GRPC_RESPONSE, CONN_DIR_OUT, s[5].stream_id, s[5].first_ns,
-		    s[5].last_ns);
+	m = msg_new(DECODED_GRPC_RESPONSE, CONN_DIR_OUT, s[STAGE_BIND_REQUEST + 5].stream_id,
+		    s[STAGE_BIND_REQUEST + 5].first_ns, s[STAGE_BIND_REQUEST + 5].last_ns);
 	m->http.grpc_status = 0;
 	m->body_kind = BODY_ETCD_TXN_RESPONSE;
 	m->body.txn_response.header.revision = 1234;
@@ -444,8 +459,8 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	feed_msg(o, &etcd_in, m);
 
 	/* Two events in one etcd WatchResponse: this pod's and another's. */
-	m = msg_new(DECODED_ETCD_WATCH_EVENT, CONN_DIR_IN, s[6].stream_id, s[6].first_ns,
-		    s[6].last_ns);
+	m = msg_new(DECODED_ETCD_WATCH_EVENT, CONN_DIR_IN, s[STAGE_BIND_REQUEST + 6].stream_id,
+		    s[STAGE_BIND_REQUEST + 6].first_ns, s[STAGE_BIND_REQUEST + 6].last_ns);
 	m->body_kind = BODY_ETCD_WATCH_EVENT;
 	m->body.etcd_watch.response.header.revision = 1234;
 	snprintf(m->body.etcd_watch.event.kv.key, sizeof(m->body.etcd_watch.event.kv.key),
@@ -457,7 +472,8 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	m->body.etcd_watch.event.has_prev_kv = true;
 	feed_msg(o, &api_watch, m);
 
-	m = msg_new(DECODED_RESPONSE, CONN_DIR_OUT, s[7].stream_id, s[7].first_ns, s[7].last_ns);
+	m = msg_new(DECODED_RESPONSE, CONN_DIR_OUT, s[STAGE_BIND_REQUEST + 7].stream_id,
+		    s[STAGE_BIND_REQUEST + 7].first_ns, s[STAGE_BIND_REQUEST + 7].last_ns);
 	m->http.status = 201;
 	m->body_kind = BODY_K8S;
 	m->body.k8s.kind = K8S_KIND_STATUS;
@@ -468,8 +484,8 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	m = malloc(sizeof(*m));
 	*m = copy;
 	m->dir = CONN_DIR_IN;
-	m->ts_first_ns = s[8].first_ns;
-	m->ts_last_ns = s[8].last_ns;
+	m->ts_first_ns = s[STAGE_BIND_REQUEST + 8].first_ns;
+	m->ts_last_ns = s[STAGE_BIND_REQUEST + 8].last_ns;
 	feed_msg(o, &sched_conn, m);
 
 	m = msg_new(DECODED_WATCH_EVENT, CONN_DIR_OUT, t->watchers[0].sent.stream_id,
@@ -492,7 +508,8 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	m->ts_last_ns = t->watchers[1].received.last_ns;
 	feed_msg(o, &w2_conn, m);
 	/* A Secret on the scheduler's connection, in the bind's window. */
-	m = msg_new(DECODED_RESPONSE, CONN_DIR_IN, s[8].stream_id, s[8].first_ns, s[8].last_ns);
+	m = msg_new(DECODED_RESPONSE, CONN_DIR_IN, s[STAGE_BIND_REQUEST + 8].stream_id,
+		    s[STAGE_BIND_REQUEST + 8].first_ns, s[STAGE_BIND_REQUEST + 8].last_ns);
 	m->body_kind = BODY_K8S;
 	m->body.k8s.kind = K8S_KIND_SECRET;
 	feed_msg(o, &sched_conn, m);
@@ -648,8 +665,10 @@ static void check_perfetto(const char *path)
 		}
 	}
 	for (int l = 0; l < LEG_MAX; l++)
-		CHECK(legs[l] == (l == LEG_WATCH_FANOUT ? 2 : 1), "bind 1: %d slices of leg %s",
-		      legs[l], leg__name((enum leg_id)l));
+		CHECK(legs[l] == (l == LEG_WATCH_FANOUT				       ? 2
+				  : l == LEG_CREATE_TO_INFORMED || l == LEG_SCHEDULING ? 0
+										       : 1),
+		      "bind 1: %d slices of leg %s", legs[l], leg__name((enum leg_id)l));
 	/* Legs: complete 12 (total, the 8 of the path, 2 fanouts, the traced watcher's delivery);
 	 * missing-stages 3 (total, scheduler_to_apiserver, apiserver_to_scheduler); unschedulable
 	 * none; conflict 3 (as missing-stages). */

@@ -83,6 +83,11 @@ static void envelope(struct pbw *out, const char *kind, const struct pbw *raw)
 	out->n += u.n;
 }
 
+/* What kube-scheduler writes in PodScheduled's message when no node fits. */
+#define UNSCHED_MESSAGE                                                                            \
+	"0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "           \
+	"preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+
 static void make_pod(struct pbw *out, const char *node, const char *cond_status, const char *reason)
 {
 	static struct pbw m, spec, status, cond, pod;
@@ -98,6 +103,8 @@ static void make_pod(struct pbw *out, const char *node, const char *cond_status,
 	pbw_str(&cond, 1, "PodScheduled");
 	pbw_str(&cond, 2, cond_status);
 	pbw_str(&cond, 5, reason);
+	if (reason[0])
+		pbw_str(&cond, 6, UNSCHED_MESSAGE);
 	pbw_msg(&status, 2, &cond);
 	pbw_msg(&pod, 1, &m);
 	pbw_msg(&pod, 2, &spec);
@@ -122,6 +129,7 @@ static void test_k8s(void)
 	CHECK_STR(o.pod.phase, "Pending");
 	CHECK(o.pod.has_scheduled, "PodScheduled");
 	CHECK_STR(o.pod.scheduled_status, "True");
+	CHECK_STR(o.pod.scheduled_message, "");
 	/* every truncation of the envelope is rejected or decodes without reading past it */
 	for (size_t n = 0; n < p.n; n++) {
 		uint8_t *cut = malloc(n ? n : 1);
@@ -169,6 +177,7 @@ static void test_k8s(void)
 	CHECK_INT(k8s__decode_watch_event_protobuf(ev.b, ev.n, &we), 0);
 	CHECK_STR(we.type, "MODIFIED");
 	CHECK_STR(we.object.pod.scheduled_reason, "Unschedulable");
+	CHECK_STR(we.object.pod.scheduled_message, UNSCHED_MESSAGE);
 	uint8_t frame[8192];
 	frame[0] = 0;
 	frame[1] = 0;
@@ -206,6 +215,14 @@ static void test_k8s(void)
 			CHECK_STR(o.pod.node_name, js[i].node);
 		CHECK(!memmem(&o, sizeof(o), "c2VjcmV0", 8), "secret data kept");
 	}
+	/* A pod that fits no node: the scheduler's reason and message. */
+	const char *unsched =
+	    "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"nofit\"},\"status\":{\"conditions\":[{"
+	    "\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\","
+	    "\"message\":\"" UNSCHED_MESSAGE "\"}]}}";
+	CHECK_INT(k8s__decode_json(unsched, strlen(unsched), &o, NULL), 0);
+	CHECK_STR(o.pod.scheduled_reason, "Unschedulable");
+	CHECK_STR(o.pod.scheduled_message, UNSCHED_MESSAGE);
 	CHECK(k8s__decode_json("[1,2]", 5, &o, NULL) < 0, "array");
 	CHECK(k8s__decode_json("{\"kind\":", 8, &o, NULL) < 0, "cut json");
 
