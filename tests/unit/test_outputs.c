@@ -369,6 +369,22 @@ static void feed_msg(struct trace_outputs *o, const struct actor *who, struct de
 	free(m);
 }
 
+/* A message one side sent (m, on from's connection) and the other received: fed on both ends,
+ * the received copy inward at the receiver's times (at). */
+static void feed_sent_received(struct trace_outputs *o, const struct actor *from,
+			       struct decoded_msg *m, const struct actor *to,
+			       const struct stage *at)
+{
+	struct decoded_msg *in = malloc(sizeof(*in));
+
+	*in = *m;
+	in->dir = CONN_DIR_IN;
+	in->ts_first_ns = at->first_ns;
+	in->ts_last_ns = at->last_ns;
+	feed_msg(o, from, m);
+	feed_msg(o, to, in);
+}
+
 static void feed_fsync(struct trace_outputs *o, uint64_t start, uint64_t end, const char *path)
 {
 	struct fsync_event e = { .start_ns = start, .fd = 12, .datasync = 1 };
@@ -397,14 +413,7 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	snprintf(m->body.k8s.binding.target_kind, sizeof(m->body.k8s.binding.target_kind), "Node");
 	snprintf(m->body.k8s.binding.target_name, sizeof(m->body.k8s.binding.target_name),
 		 "node-1");
-	struct decoded_msg copy = *m;
-	feed_msg(o, &sched_conn, m);
-	m = malloc(sizeof(*m));
-	*m = copy;
-	m->dir = CONN_DIR_IN;
-	m->ts_first_ns = s[1].first_ns;
-	m->ts_last_ns = s[1].last_ns;
-	feed_msg(o, &api_in, m);
+	feed_sent_received(o, &sched_conn, m, &api_in, &s[1]);
 
 	m = msg_new(DECODED_GRPC_REQUEST, CONN_DIR_OUT, s[2].stream_id, s[2].first_ns,
 		    s[2].last_ns);
@@ -418,14 +427,7 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	snprintf(m->body.txn.put.key, sizeof(m->body.txn.put.key), "/registry/pods/default/%s",
 		 t->name);
 	pod(&m->body.txn.put.value, t->name, "node-1", "");
-	copy = *m;
-	feed_msg(o, &api_etcd, m);
-	m = malloc(sizeof(*m));
-	*m = copy;
-	m->dir = CONN_DIR_IN;
-	m->ts_first_ns = s[3].first_ns;
-	m->ts_last_ns = s[3].last_ns;
-	feed_msg(o, &etcd_in, m);
+	feed_sent_received(o, &api_etcd, m, &etcd_in, &s[3]);
 
 	feed_fsync(o, s[0].first_ns + 650 * US, s[0].first_ns + 700 * US,
 		   "/var/lib/etcd/member/wal/0.tmp"); /* before the commit */
@@ -463,14 +465,7 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	m->body.k8s.kind = K8S_KIND_STATUS;
 	m->body.k8s.status.code = 201;
 	snprintf(m->body.k8s.status.status, sizeof(m->body.k8s.status.status), "Success");
-	copy = *m;
-	feed_msg(o, &api_in, m);
-	m = malloc(sizeof(*m));
-	*m = copy;
-	m->dir = CONN_DIR_IN;
-	m->ts_first_ns = s[8].first_ns;
-	m->ts_last_ns = s[8].last_ns;
-	feed_msg(o, &sched_conn, m);
+	feed_sent_received(o, &api_in, m, &sched_conn, &s[8]);
 
 	m = msg_new(DECODED_WATCH_EVENT, CONN_DIR_OUT, t->watchers[0].sent.stream_id,
 		    t->watchers[0].sent.first_ns, t->watchers[0].sent.last_ns);
@@ -483,14 +478,7 @@ static void feed_complete(struct trace_outputs *o, const struct bind_timeline *t
 	m->body_kind = BODY_K8S_WATCH_EVENT;
 	snprintf(m->body.watch.type, sizeof(m->body.watch.type), "MODIFIED");
 	pod(&m->body.watch.object, t->name, "node-1", "1234");
-	copy = *m;
-	feed_msg(o, &api_w2, m);
-	m = malloc(sizeof(*m));
-	*m = copy;
-	m->dir = CONN_DIR_IN;
-	m->ts_first_ns = t->watchers[1].received.first_ns;
-	m->ts_last_ns = t->watchers[1].received.last_ns;
-	feed_msg(o, &w2_conn, m);
+	feed_sent_received(o, &api_w2, m, &w2_conn, &t->watchers[1].received);
 	/* A Secret on the scheduler's connection, in the bind's window. */
 	m = msg_new(DECODED_RESPONSE, CONN_DIR_IN, s[8].stream_id, s[8].first_ns, s[8].last_ns);
 	m->body_kind = BODY_K8S;
