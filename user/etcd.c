@@ -339,6 +339,18 @@ int etcd__decode_txn_response(const uint8_t *buf, size_t len, struct etcd_txn_re
 	return err;
 }
 
+/* Fields 1 (key) and 2 (range_end) of RangeRequest and WatchCreateRequest, which name a key
+ * range alike: copied when f is one of them and is bytes. Returns whether f was one of them. */
+static bool key_range_field(const struct pb_field *f, char key[ETCD_KEY_MAX],
+			    char range_end[ETCD_KEY_MAX])
+{
+	if (f->number != 1 && f->number != 2)
+		return false;
+	if (f->type == PB_WT_LEN)
+		pb__copy_string(f->number == 1 ? key : range_end, ETCD_KEY_MAX, f->data, f->len);
+	return true;
+}
+
 int etcd__decode_range_request(const uint8_t *buf, size_t len, struct etcd_range_request *r)
 {
 	struct pb_field f;
@@ -347,15 +359,9 @@ int etcd__decode_range_request(const uint8_t *buf, size_t len, struct etcd_range
 	memset(r, 0, sizeof(*r));
 	FOR_EACH_FIELD(buf, len, f, err)
 	{
+		if (key_range_field(&f, r->key, r->range_end))
+			continue;
 		switch (f.number) {
-		case 1:
-			if (f.type == PB_WT_LEN)
-				COPY(r->key, &f);
-			break;
-		case 2:
-			if (f.type == PB_WT_LEN)
-				COPY(r->range_end, &f);
-			break;
 		case 3:
 			r->limit = (int64_t)f.varint;
 			break;
@@ -394,15 +400,9 @@ int etcd__decode_watch_request(const uint8_t *buf, size_t len, struct etcd_watch
 			w->kind = ETCD_WATCH_CREATE;
 			FOR_EACH_FIELD(f.data, f.len, g, err2)
 			{
+				if (key_range_field(&g, w->key, w->range_end))
+					continue;
 				switch (g.number) {
-				case 1:
-					if (g.type == PB_WT_LEN)
-						COPY(w->key, &g);
-					break;
-				case 2:
-					if (g.type == PB_WT_LEN)
-						COPY(w->range_end, &g);
-					break;
 				case 3:
 					w->start_revision = (int64_t)g.varint;
 					break;

@@ -6,6 +6,7 @@
  */
 #include "goelf.h"
 #include "x86ret.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -449,17 +450,6 @@ static char *strndup_checked(const uint8_t *p, size_t n)
 	return s;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static size_t utf8_put(char *w, uint32_t cp)
 {
 	if (cp < 0x80) {
@@ -528,7 +518,7 @@ static char *go_unquote(char *s)
 			*w++ = c;
 			break;
 		case 'x': {
-			int h = hexval(r[0]), l = h < 0 ? -1 : hexval(r[1]);
+			int h = util__hexval(r[0]), l = h < 0 ? -1 : util__hexval(r[1]);
 
 			if (l < 0)
 				return NULL;
@@ -542,7 +532,7 @@ static char *go_unquote(char *s)
 			uint32_t cp = 0;
 
 			for (int i = 0; i < digits; i++) {
-				int d = hexval(r[i]);
+				int d = util__hexval(r[i]);
 
 				if (d < 0)
 					return NULL;

@@ -8,6 +8,7 @@
 
 #include "grpc.h"
 #include "protobuf.h"
+#include "util.h"
 
 static void deliver(struct lp_framer *f, const uint8_t *data, uint64_t ts, lp_message_cb cb,
 		    void *ctx)
@@ -154,17 +155,6 @@ bool grpc__looks_like_message(const uint8_t *buf, size_t len)
 	return pb__valid_message(buf + 5, n);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 void grpc__decode_message(const char *src, char *dst, size_t cap)
 {
 	size_t o = 0;
@@ -173,8 +163,8 @@ void grpc__decode_message(const char *src, char *dst, size_t cap)
 		return;
 	for (size_t i = 0; src[i] && o + 1 < cap; i++) {
 		int h, l;
-		if (src[i] == '%' && (h = hexval(src[i + 1])) >= 0 &&
-		    (l = hexval(src[i + 2])) >= 0) {
+		if (src[i] == '%' && (h = util__hexval(src[i + 1])) >= 0 &&
+		    (l = util__hexval(src[i + 2])) >= 0) {
 			char c = (char)(h << 4 | l);
 			dst[o++] = (c < 0x20 || c == 0x7f) ? '?' : c;
 			i += 2;

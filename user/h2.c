@@ -344,6 +344,21 @@ static uint32_t payload_prefix(const struct h2_dir *d)
 	return n;
 }
 
+/* A frame's last payload byte (or its header, when it has none) is in: DATA ends its stream if
+ * it says so, any other frame is acted on; then the next frame's header is awaited. */
+static void frame_end(struct h2_conn *c, int dir, uint64_t ts)
+{
+	struct h2_dir *d = &c->dir[dir];
+
+	d->state = H2_DIR_FRAME_HEADER;
+	if (d->type == H2_DATA) {
+		if ((d->flags & H2_FLAG_END_STREAM) && c->cb->on_end_stream)
+			c->cb->on_end_stream(c->ctx, dir, d->stream_id, ts);
+	} else {
+		process_frame(c, dir, ts);
+	}
+}
+
 /* Feeds bytes while in step with the frames. Returns how many it consumed: all of them, or up to
  * and including a frame header it could not believe, after which the direction is in resync. */
 static size_t feed_sync(struct h2_conn *c, int dir, const uint8_t *buf, size_t len, uint64_t ts,
@@ -415,15 +430,8 @@ static size_t feed_sync(struct h2_conn *c, int dir, const uint8_t *buf, size_t l
 			}
 			d->frames++;
 			d->state = H2_DIR_PAYLOAD;
-			if (d->len == 0) {
-				d->state = H2_DIR_FRAME_HEADER;
-				if (d->type == H2_DATA) {
-					if ((d->flags & H2_FLAG_END_STREAM) && c->cb->on_end_stream)
-						c->cb->on_end_stream(c->ctx, dir, d->stream_id, ts);
-				} else {
-					process_frame(c, dir, ts);
-				}
-			}
+			if (d->len == 0)
+				frame_end(c, dir, ts);
 			break;
 		}
 		case H2_DIR_PAYLOAD: {
@@ -469,15 +477,8 @@ static size_t feed_sync(struct h2_conn *c, int dir, const uint8_t *buf, size_t l
 			d->payload_got += (uint32_t)n;
 			buf += n;
 			len -= n;
-			if (d->payload_got == d->len) {
-				d->state = H2_DIR_FRAME_HEADER;
-				if (d->type == H2_DATA) {
-					if ((d->flags & H2_FLAG_END_STREAM) && c->cb->on_end_stream)
-						c->cb->on_end_stream(c->ctx, dir, d->stream_id, ts);
-				} else {
-					process_frame(c, dir, ts);
-				}
-			}
+			if (d->payload_got == d->len)
+				frame_end(c, dir, ts);
 			break;
 		}
 		case H2_DIR_RESYNC:

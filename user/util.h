@@ -40,6 +40,18 @@ static inline void util__copy(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
+/* The value of one hexadecimal digit (either case), or -1 when c is not one. */
+static inline int util__hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* n bytes as standard base64 (with padding) into out, which has room for 4 * ((n + 2) / 3) + 1
  * characters; NUL-terminated. Returns the length. */
 size_t util__base64_encode(const unsigned char *p, size_t n, char *out);

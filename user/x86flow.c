@@ -10,6 +10,8 @@
 
 #include <capstone/capstone.h>
 
+#include "x86dec.h"
+
 #define MAX_SLOTS 256 /* stack slots followed at once; more are simply not followed */
 #define N_GPRS 16
 #define N_XMMS 16
@@ -121,48 +123,6 @@ static bool is_uncond_jump(const cs_insn *insn)
 	return insn->id == X86_INS_JMP || insn->id == X86_INS_LJMP;
 }
 
-struct decoder {
-	csh handle;
-	cs_insn *insn;
-};
-
-static int decoder__open(struct decoder *d)
-{
-	memset(d, 0, sizeof(*d));
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->handle) != CS_ERR_OK)
-		return -ENOMEM;
-	cs_option(d->handle, CS_OPT_DETAIL, CS_OPT_ON);
-	d->insn = cs_malloc(d->handle);
-	if (!d->insn) {
-		cs_close(&d->handle);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static void decoder__close(struct decoder *d)
-{
-	if (d->insn)
-		cs_free(d->insn, 1);
-	if (d->handle)
-		cs_close(&d->handle);
-}
-
-static bool decoder__next(struct decoder *d, const uint8_t *code, size_t len, uint64_t vaddr,
-			  size_t pos)
-{
-	const uint8_t *at = code + pos;
-	size_t left = len - pos;
-	uint64_t addr = vaddr + pos;
-
-	return cs_disasm_iter(d->handle, &at, &left, &addr, d->insn);
-}
-
-static bool in_group(const struct decoder *d, unsigned int group)
-{
-	return cs_insn_group(d->handle, d->insn, group);
-}
-
 static void state__forget(struct flow_state *s)
 {
 	memset(s->regs, 0, sizeof(s->regs));
@@ -271,7 +231,7 @@ static int u64_cmp(const void *a, const void *b)
 }
 
 /* Pass 1: the targets of direct jumps that land inside the function. */
-static int targets__collect(struct decoder *d, const uint8_t *code, size_t len, uint64_t vaddr,
+static int targets__collect(struct x86_decoder *d, const uint8_t *code, size_t len, uint64_t vaddr,
 			    struct pass *p, struct x86flow_stats *stats)
 {
 	size_t pos = 0, cap = 0;
@@ -280,12 +240,12 @@ static int targets__collect(struct decoder *d, const uint8_t *code, size_t len, 
 		uint64_t at = vaddr + pos, to;
 		const cs_x86 *x86;
 
-		if (!decoder__next(d, code, len, vaddr, pos)) {
+		if (!x86_decoder__next(d, code, len, vaddr, pos)) {
 			stats->bad_insn = at;
 			return -EILSEQ;
 		}
 		pos += d->insn->size;
-		if (!in_group(d, X86_GRP_JUMP))
+		if (!x86_decoder__in_group(d, X86_GRP_JUMP))
 			continue;
 		x86 = &d->insn->detail->x86;
 		/* Capstone gives a relative branch's target as an absolute immediate. */
@@ -349,7 +309,7 @@ static bool may_write(const cs_insn *insn, uint8_t i, const cs_x86_op *op)
 /* What an instruction step() does not model writes becomes unknown: registers (explicit or
  * implicit), RSP-based stack words it names, and anything else it stores through forgets the
  * stack slots. */
-static int step_unmodelled(struct pass *p, const struct decoder *d, uint64_t at)
+static int step_unmodelled(struct pass *p, const struct x86_decoder *d, uint64_t at)
 {
 	static const struct x86flow_value unknown = { X86FLOW_UNKNOWN, 0 };
 	const cs_insn *insn = d->insn;
@@ -394,7 +354,7 @@ static int step_unmodelled(struct pass *p, const struct decoder *d, uint64_t at)
 }
 
 /* One instruction of pass 2. */
-static int step(struct pass *p, const struct decoder *d, uint64_t at)
+static int step(struct pass *p, const struct x86_decoder *d, uint64_t at)
 {
 	const cs_insn *insn = d->insn;
 	const cs_x86 *x86 = &insn->detail->x86;
@@ -403,12 +363,12 @@ static int step(struct pass *p, const struct decoder *d, uint64_t at)
 	bool two = x86->op_count == 2;
 	int err;
 
-	if (in_group(d, X86_GRP_RET)) {
+	if (x86_decoder__in_group(d, X86_GRP_RET)) {
 		struct x86flow_event e = { .type = X86FLOW_RETURN, .pc = at };
 
 		return p->on_event(&e, p->ctx);
 	}
-	if (in_group(d, X86_GRP_CALL)) {
+	if (x86_decoder__in_group(d, X86_GRP_CALL)) {
 		uint64_t to = 0;
 
 		if (x86->op_count >= 1 && dst->type == X86_OP_IMM)
@@ -478,7 +438,7 @@ int x86flow__scan(const uint8_t *code, size_t len, uint64_t vaddr, x86flow_event
 		  void *ctx, struct x86flow_stats *stats)
 {
 	struct x86flow_stats local;
-	struct decoder d;
+	struct x86_decoder d;
 	struct pass *p;
 	size_t pos = 0;
 	int err;
@@ -491,7 +451,7 @@ int x86flow__scan(const uint8_t *code, size_t len, uint64_t vaddr, x86flow_event
 		return -ENOMEM;
 	p->on_event = on_event;
 	p->ctx = ctx;
-	err = decoder__open(&d);
+	err = x86_decoder__open(&d, true);
 	if (err)
 		goto free_pass;
 	err = targets__collect(&d, code, len, vaddr, p, stats);
@@ -502,7 +462,7 @@ int x86flow__scan(const uint8_t *code, size_t len, uint64_t vaddr, x86flow_event
 		uint64_t at = vaddr + pos;
 		bool ends_path;
 
-		if (!decoder__next(&d, code, len, vaddr, pos)) {
+		if (!x86_decoder__next(&d, code, len, vaddr, pos)) {
 			stats->bad_insn = at;
 			err = -EILSEQ;
 			goto cleanup;
@@ -514,13 +474,13 @@ int x86flow__scan(const uint8_t *code, size_t len, uint64_t vaddr, x86flow_event
 		if (err)
 			goto cleanup;
 		/* After a jump or return, only a jump reaches the next instruction. */
-		ends_path = is_uncond_jump(d.insn) || in_group(&d, X86_GRP_RET);
+		ends_path = is_uncond_jump(d.insn) || x86_decoder__in_group(&d, X86_GRP_RET);
 		if (ends_path)
 			state__forget(&p->state);
 		pos += d.insn->size;
 	}
 cleanup:
-	decoder__close(&d);
+	x86_decoder__close(&d);
 free_pass:
 	free(p->targets);
 	free(p);

@@ -22,51 +22,7 @@
 
 #include <capstone/capstone.h>
 
-struct x86_decoder {
-	csh handle;
-	cs_insn *insn;
-};
-
-/* With operand details (detail) or without (boundaries only: faster). 0 or -ENOMEM. */
-static int x86_decoder__open(struct x86_decoder *d, bool detail)
-{
-	memset(d, 0, sizeof(*d));
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->handle) != CS_ERR_OK)
-		return -ENOMEM;
-	if (detail)
-		cs_option(d->handle, CS_OPT_DETAIL, CS_OPT_ON);
-	d->insn = cs_malloc(d->handle);
-	if (!d->insn) {
-		cs_close(&d->handle);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static void x86_decoder__close(struct x86_decoder *d)
-{
-	if (d->insn)
-		cs_free(d->insn, 1);
-	if (d->handle)
-		cs_close(&d->handle);
-	d->insn = NULL;
-}
-
-/* Decode the instruction at code[pos..len) (loaded at vaddr + pos) into d->insn. */
-static bool x86_decoder__next(struct x86_decoder *d, const uint8_t *code, size_t len,
-			      uint64_t vaddr, size_t pos)
-{
-	const uint8_t *at = code + pos;
-	size_t left = len - pos;
-	uint64_t addr = vaddr + pos;
-
-	return cs_disasm_iter(d->handle, &at, &left, &addr, d->insn);
-}
-
-static bool insn__in_group(const struct x86_decoder *d, unsigned int group)
-{
-	return cs_insn_group(d->handle, d->insn, group);
-}
+#include "x86dec.h"
 
 int x86ret__scan(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *rets, size_t cap,
 		 struct x86ret_scan *scan)
@@ -89,11 +45,11 @@ int x86ret__scan(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *rets
 		}
 		x86 = &d.insn->detail->x86;
 		scan->n_insns++;
-		if (insn__in_group(&d, X86_GRP_RET)) {
+		if (x86_decoder__in_group(&d, X86_GRP_RET)) {
 			if (scan->n_rets < cap)
 				rets[scan->n_rets] = at;
 			scan->n_rets++;
-		} else if (insn__in_group(&d, X86_GRP_JUMP)) {
+		} else if (x86_decoder__in_group(&d, X86_GRP_JUMP)) {
 			/* Capstone gives a relative branch's target as an absolute immediate. */
 			if (x86->op_count >= 1 && x86->operands[0].type == X86_OP_IMM) {
 				uint64_t to = (uint64_t)x86->operands[0].imm;
@@ -252,8 +208,9 @@ int x86ret__go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, 
 				*rbx = (int)slot, found++;
 			else if (src->reg == X86_REG_RCX && !*rcx)
 				*rcx = (int)slot, found++;
-		} else if (insn__in_group(&d, X86_GRP_CALL) || insn__in_group(&d, X86_GRP_RET) ||
-			   insn__in_group(&d, X86_GRP_JUMP)) {
+		} else if (x86_decoder__in_group(&d, X86_GRP_CALL) ||
+			   x86_decoder__in_group(&d, X86_GRP_RET) ||
+			   x86_decoder__in_group(&d, X86_GRP_JUMP)) {
 			/* The stack check's branch comes first; anything else ends the prologue. */
 			if (i > 2)
 				break;

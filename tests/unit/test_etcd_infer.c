@@ -320,11 +320,55 @@ static void test_responses(void)
 	CHECK_INT(etcd__infer_request_method(m.b, m.n), ETCD_METHOD_NONE);
 }
 
+/* RangeRequest and WatchCreateRequest name a key range alike (fields 1 and 2); the other fields
+ * are their own. */
+static void test_key_ranges(void)
+{
+	struct pbw m = { .n = 0 }, c = { .n = 0 };
+	struct etcd_range_request rr;
+	struct etcd_watch_request wq;
+
+	pbw_str(&m, 1, "/registry/pods/");
+	pbw_str(&m, 2, "/registry/pods0");
+	pbw_uint(&m, 3, 500);
+	pbw_uint(&m, 4, 12);
+	pbw_uint(&m, 9, 1);
+	CHECK_INT(etcd__decode_range_request(m.b, m.n, &rr), 0);
+	CHECK_STR(rr.key, "/registry/pods/");
+	CHECK_STR(rr.range_end, "/registry/pods0");
+	CHECK_INT(rr.limit, 500);
+	CHECK_INT(rr.revision, 12);
+	CHECK(!rr.keys_only && rr.count_only, "count_only alone");
+	/* A key that is not bytes is passed over. */
+	m.n = 0;
+	pbw_uint(&m, 1, 5);
+	pbw_str(&m, 2, "/registry0");
+	CHECK_INT(etcd__decode_range_request(m.b, m.n, &rr), 0);
+	CHECK_STR(rr.key, "");
+	CHECK_STR(rr.range_end, "/registry0");
+
+	pbw_str(&c, 1, "/registry/pods/default/web-0");
+	pbw_str(&c, 2, "/registry/pods/default/web-1");
+	pbw_uint(&c, 3, 13);
+	pbw_uint(&c, 6, 1);
+	pbw_uint(&c, 7, 7);
+	m.n = 0;
+	pbw_msg(&m, 1, &c);
+	CHECK_INT(etcd__decode_watch_request(m.b, m.n, &wq), 0);
+	CHECK_INT(wq.kind, ETCD_WATCH_CREATE);
+	CHECK_STR(wq.key, "/registry/pods/default/web-0");
+	CHECK_STR(wq.range_end, "/registry/pods/default/web-1");
+	CHECK_INT(wq.start_revision, 13);
+	CHECK_INT(wq.watch_id, 7);
+	CHECK(wq.prev_kv && !wq.progress_notify, "prev_kv alone");
+}
+
 int main(void)
 {
 	test_requests();
 	test_request_lookalikes();
 	test_responses();
+	test_key_ranges();
 	CHECK_STR(etcd_method__path(ETCD_METHOD_TXN), "/etcdserverpb.KV/Txn");
 	CHECK_STR(etcd_method__path(ETCD_METHOD_WATCH), "/etcdserverpb.Watch/Watch");
 	CHECK_STR(etcd_method__path(ETCD_METHOD_NONE), "");

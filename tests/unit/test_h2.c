@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "h2.h"
+#include "h2write.h"
 
 struct events {
 	char log[4096];
@@ -110,37 +111,13 @@ struct buf {
 static void frame(struct buf *o, uint8_t type, uint8_t flags, uint32_t sid, const void *p,
 		  size_t len)
 {
-	o->b[o->n++] = (uint8_t)(len >> 16);
-	o->b[o->n++] = (uint8_t)(len >> 8);
-	o->b[o->n++] = (uint8_t)len;
-	o->b[o->n++] = type;
-	o->b[o->n++] = flags;
-	o->b[o->n++] = (uint8_t)(sid >> 24);
-	o->b[o->n++] = (uint8_t)(sid >> 16);
-	o->b[o->n++] = (uint8_t)(sid >> 8);
-	o->b[o->n++] = (uint8_t)sid;
-	if (len)
-		memcpy(o->b + o->n, p, len);
-	o->n += len;
+	o->n += h2w_frame(o->b + o->n, type, flags, sid, p, len);
 }
 
 static void raw(struct buf *o, const void *p, size_t len)
 {
 	memcpy(o->b + o->n, p, len);
 	o->n += len;
-}
-
-/* HPACK literal without indexing, new name: never touches the table. */
-static size_t lit(uint8_t *o, const char *name, const char *value)
-{
-	size_t n = 0, nl = strlen(name), vl = strlen(value);
-	o[n++] = 0x00;
-	o[n++] = (uint8_t)nl;
-	memcpy(o + n, name, nl);
-	n += nl;
-	o[n++] = (uint8_t)vl;
-	memcpy(o + n, value, vl);
-	return n + vl;
 }
 
 enum begin { BEGIN_RESYNC = 0, BEGIN_START = 1, BEGIN_AT_FRAME = 2 };
@@ -236,12 +213,12 @@ int main(void)
 	memcpy(hb + hn, "\x00\x00\x00\x00\x10", 5);
 	hn += 5;
 	hb[hn++] = 0x83; /* :method POST */
-	hn += lit(hb + hn, ":path", "/a");
+	hn += h2w_lit(hb + hn, ":path", "/a");
 	memset(hb + hn, 0, 3);
 	hn += 3;
 	frame(&in, H2_HEADERS, H2_FLAG_PADDED | H2_FLAG_PRIORITY, 1, hb, hn);
 	/* CONTINUATION finishing the block */
-	hn = lit(hb, "x-one", "1");
+	hn = h2w_lit(hb, "x-one", "1");
 	frame(&in, H2_CONTINUATION, H2_FLAG_END_HEADERS, 1, hb, hn);
 	uint8_t prio[5] = { 0, 0, 0, 0, 7 };
 	frame(&in, H2_PRIORITY, 0, 3, prio, 5);
@@ -253,7 +230,7 @@ int main(void)
 	/* PUSH_PROMISE (promised id 2): its headers are decoded but not reported as a stream head */
 	hn = 0;
 	memcpy(hb, "\x00\x00\x00\x02", 4);
-	hn = 4 + lit(hb + 4, ":path", "/pushed");
+	hn = 4 + h2w_lit(hb + 4, ":path", "/pushed");
 	frame(&in, H2_PUSH_PROMISE, H2_FLAG_END_HEADERS, 1, hb, hn);
 	/* an unknown extension frame is skipped */
 	frame(&in, 0x0c, 0, 0, "origin", 6);
@@ -296,7 +273,7 @@ int main(void)
 	hn = 0;
 	hb[hn++] = 0xbe; /* dynamic index 62: inserted before capture */
 	hb[hn++] = 0x83; /* :method POST */
-	hn += lit(hb + hn, ":path", "/api/v1/namespaces/default/pods/p/binding");
+	hn += h2w_lit(hb + hn, ":path", "/api/v1/namespaces/default/pods/p/binding");
 	frame(&at, H2_HEADERS, H2_FLAG_END_HEADERS, 67, hb, hn);
 	for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
 		run(&at, pieces[p], BEGIN_AT_FRAME, &e, 0, 0);

@@ -17,6 +17,7 @@
 #include "decode.h"
 #include "fixture.h"
 #include "h2.h"
+#include "h2write.h"
 #include "http1.h"
 #include "pbwrite.h"
 
@@ -54,32 +55,7 @@ struct wire {
 static void frame(struct wire *w, uint8_t type, uint8_t flags, uint32_t sid, const void *p,
 		  size_t len)
 {
-	uint8_t *o = w->b + w->n;
-	o[0] = (uint8_t)(len >> 16);
-	o[1] = (uint8_t)(len >> 8);
-	o[2] = (uint8_t)len;
-	o[3] = type;
-	o[4] = flags;
-	o[5] = (uint8_t)(sid >> 24);
-	o[6] = (uint8_t)(sid >> 16);
-	o[7] = (uint8_t)(sid >> 8);
-	o[8] = (uint8_t)sid;
-	if (len)
-		memcpy(o + 9, p, len);
-	w->n += 9 + len;
-}
-
-/* HPACK literal without indexing, new name. */
-static size_t lit(uint8_t *o, const char *name, const char *value)
-{
-	size_t n = 0, nl = strlen(name), vl = strlen(value);
-	o[n++] = 0x00;
-	o[n++] = (uint8_t)nl;
-	memcpy(o + n, name, nl);
-	n += nl;
-	o[n++] = (uint8_t)vl;
-	memcpy(o + n, value, vl);
-	return n + vl;
+	w->n += h2w_frame(w->b + w->n, type, flags, sid, p, len);
 }
 
 /* gRPC's 5-byte prefix and the message. */
@@ -352,7 +328,7 @@ static void test_grpc_unary(void)
 	size_t hn = 0;
 	hb[hn++] = 0x83;
 	hb[hn++] = 0x87;
-	hn += lit(hb + hn, ":path", "/etcdserverpb.KV/Range");
+	hn += h2w_lit(hb + hn, ":path", "/etcdserverpb.KV/Range");
 	hb[hn++] = 0xbe;
 	frame(&w[0], H2_HEADERS, H2_FLAG_END_HEADERS, 27, hb, hn);
 	grpc_data(&w[0], H2_FLAG_END_STREAM, 27, &rng);
@@ -551,7 +527,7 @@ static void test_k8s_unknown_path(void)
 	/* Stream 67: an unknown entry, :method POST, a literal :path, more unknown entries. */
 	hb[n++] = 0xc5;
 	hb[n++] = 0x83;
-	n += lit(hb + n, ":path", "/api/v1/namespaces/default/pods/seamc/binding");
+	n += h2w_lit(hb + n, ":path", "/api/v1/namespaces/default/pods/seamc/binding");
 	hb[n++] = 0x87;
 	hb[n++] = 0xc4;
 	hb[n++] = 0xc3;
@@ -657,7 +633,7 @@ static void test_begin(void)
 	mid.n = start.n = 0;
 	hb[n++] = 0xbe; /* a dynamic entry never seen */
 	hb[n++] = 0x82; /* :method GET */
-	n += lit(hb + n, ":path", "/api/v1/pods");
+	n += h2w_lit(hb + n, ":path", "/api/v1/pods");
 	frame(&mid, H2_HEADERS, H2_FLAG_END_HEADERS | H2_FLAG_END_STREAM, 3, hb, n);
 	memcpy(start.b, H2_PREFACE, H2_PREFACE_LEN);
 	start.n = H2_PREFACE_LEN;

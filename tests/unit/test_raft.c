@@ -138,17 +138,22 @@ static void enc_txn_request(struct pbw *w, uint64_t id, const char *key, uint64_
 	pbw_msg(w, 100, &hdr);
 }
 
-static void frame_message(struct bytes *o, const struct pbw *m)
+/* The message m, encoded as enc writes it, in a message-stream (and pipeline) frame: its
+ * length, then it. */
+static void frame_message(struct bytes *o, enum enc enc, const struct msg_spec *m)
 {
-	put_be64(o, m->n);
-	put(o, m->b, m->n);
+	struct pbw w;
+
+	enc_msg(&w, enc, m);
+	put_be64(o, w.n);
+	put(o, w.b, w.n);
 }
 
-static void frame_app(struct bytes *o, const struct pbw *m)
+/* The message m in a msgappv2 App frame: type byte 2, its length, then it. */
+static void frame_app(struct bytes *o, enum enc enc, const struct msg_spec *m)
 {
 	put_byte(o, 2);
-	put_be64(o, m->n);
-	put(o, m->b, m->n);
+	frame_message(o, enc, m);
 }
 
 static void frame_app_entries(struct bytes *o, enum enc enc, const struct entry_spec *e, int n,
@@ -231,6 +236,26 @@ static void on_message(const struct raft_message *m, void *ctx)
 #define M2 0x5607b8ec4f3f845full
 #define ID_TXN 0x845fa22bc1524705ull
 
+/* The leader's (M1) MsgApp to M2 at term: n entries after index (of log_term), commit = index. */
+static struct msg_spec leader_app(uint64_t term, uint64_t log_term, uint64_t index,
+				  const struct entry_spec *entries, int n)
+{
+	return (struct msg_spec){ .type = RAFT_MSG_APP,
+				  .to = M2,
+				  .from = M1,
+				  .term = term,
+				  .log_term = log_term,
+				  .index = index,
+				  .commit = index,
+				  .n_entries = n,
+				  .entries = entries };
+}
+
+/* M2's MsgAppResp to M1 accepting up to index 7 at term 2. */
+static const struct msg_spec resp_t2_i7 = {
+	.type = RAFT_MSG_APP_RESP, .to = M1, .from = M2, .term = 2, .index = 7
+};
+
 static const uint8_t link_hb_v36[] = { 0x08, 0x08, 0x10, 0, 0x18, 0, 0x20, 0, 0x28, 0,
 				       0x30, 0,	   0x40, 0, 0x50, 0, 0x58, 0, 0x68, 0 };
 static const uint8_t link_hb_v37[] = { 0x08, 0x08 };
@@ -242,12 +267,10 @@ static void build_hb(struct bytes *o, enum enc enc)
 	struct msg_spec hbm = {
 		.type = RAFT_MSG_HEARTBEAT, .to = M2, .from = M1, .term = 2, .commit = 9
 	};
-	struct pbw w;
 
 	put_be64(o, n);
 	put(o, hb, n);
-	enc_msg(&w, enc, &hbm);
-	frame_message(o, &w);
+	frame_message(o, enc, &hbm);
 	put_be64(o, n);
 	put(o, hb, n);
 }
@@ -255,7 +278,7 @@ static void build_hb(struct bytes *o, enum enc enc)
 /* A follower's proposal (MsgProp, term 0) carrying a Txn, then its MsgAppResp. */
 static void build_prop(struct bytes *o, enum enc enc)
 {
-	struct pbw req, w;
+	struct pbw req;
 	enc_txn_request(&req, ID_TXN, "/registry/pods/default/web-0", 1234, "k8s\0pod");
 	struct entry_spec e = { .data = req.b, .data_len = req.n };
 	struct msg_spec prop = {
@@ -272,37 +295,25 @@ static void build_prop(struct bytes *o, enum enc enc)
 				.reject = true,
 				.reject_hint = 12 };
 
-	enc_msg(&w, enc, &prop);
-	frame_message(o, &w);
-	enc_msg(&w, enc, &resp);
-	frame_message(o, &w);
-	enc_msg(&w, enc, &rej);
-	frame_message(o, &w);
+	frame_message(o, enc, &prop);
+	frame_message(o, enc, &resp);
+	frame_message(o, enc, &rej);
 }
 
 /* msgappv2 from its start: a link heartbeat, a commit-only AppEntries (the state is 0/0 at the
  * start, as etcd's), an App frame that sets the state, AppEntries that follow it. */
 static void build_msgapp(struct bytes *o, enum enc enc)
 {
-	struct pbw req, w;
+	struct pbw req;
 	enc_txn_request(&req, ID_TXN, "/registry/pods/default/web-0", 1234, "v");
 	struct entry_spec empty = { .term = 3, .index = 17 };
-	struct msg_spec app = { .type = RAFT_MSG_APP,
-				.to = M2,
-				.from = M1,
-				.term = 3,
-				.log_term = 2,
-				.index = 16,
-				.commit = 16,
-				.n_entries = 1,
-				.entries = &empty };
+	struct msg_spec app = leader_app(3, 2, 16, &empty, 1);
 	struct entry_spec two[2] = { { .term = 3, .index = 18, .data = req.b, .data_len = req.n },
 				     { .term = 3, .index = 19 } };
 
 	put_byte(o, 0);
 	frame_app_entries(o, enc, NULL, 0, 0);
-	enc_msg(&w, enc, &app);
-	frame_app(o, &w);
+	frame_app(o, enc, &app);
 	frame_app_entries(o, enc, NULL, 0, 17);
 	frame_app_entries(o, enc, two, 2, 17);
 	put_byte(o, 0);
@@ -312,47 +323,27 @@ static void build_msgapp(struct bytes *o, enum enc enc)
 /* Met mid-stream: AppEntries whose state is not known, then an App frame, then known ones. */
 static void build_midstream(struct bytes *o, enum enc enc)
 {
-	struct pbw w;
 	struct entry_spec e12 = { .term = 2, .index = 12 };
 	struct entry_spec e13 = { .term = 2, .index = 13 };
 	struct entry_spec e14 = { .term = 3, .index = 14 };
-	struct msg_spec app = { .type = RAFT_MSG_APP,
-				.to = M2,
-				.from = M1,
-				.term = 3,
-				.log_term = 2,
-				.index = 13,
-				.commit = 13,
-				.n_entries = 1,
-				.entries = &e14 };
+	struct msg_spec app = leader_app(3, 2, 13, &e14, 1);
 
 	put_byte(o, 0);
 	frame_app_entries(o, enc, &e12, 1, 11);
 	frame_app_entries(o, enc, NULL, 0, 12);
 	frame_app_entries(o, enc, &e13, 1, 12);
-	enc_msg(&w, enc, &app);
-	frame_app(o, &w);
+	frame_app(o, enc, &app);
 	frame_app_entries(o, enc, NULL, 0, 14);
 }
 
 /* An AppEntries frame whose first entry does not follow the state: reported without it. */
 static void build_mismatch(struct bytes *o, enum enc enc)
 {
-	struct pbw w;
 	struct entry_spec e5 = { .term = 2, .index = 5 };
 	struct entry_spec e9 = { .term = 2, .index = 9 };
-	struct msg_spec app = { .type = RAFT_MSG_APP,
-				.to = M2,
-				.from = M1,
-				.term = 2,
-				.log_term = 2,
-				.index = 4,
-				.commit = 4,
-				.n_entries = 1,
-				.entries = &e5 };
+	struct msg_spec app = leader_app(2, 2, 4, &e5, 1);
 
-	enc_msg(&w, enc, &app);
-	frame_app(o, &w);
+	frame_app(o, enc, &app);
 	frame_app_entries(o, enc, &e9, 1, 5);
 	frame_app_entries(o, enc, NULL, 0, 6);
 }
@@ -361,21 +352,11 @@ static void build_mismatch(struct bytes *o, enum enc enc)
 static void build_parts(struct bytes *o, enum enc enc)
 {
 	struct entry_spec e[20];
-	struct msg_spec app = { .type = RAFT_MSG_APP,
-				.to = M2,
-				.from = M1,
-				.term = 2,
-				.log_term = 2,
-				.index = 100,
-				.commit = 100,
-				.n_entries = 20,
-				.entries = e };
-	struct pbw w;
+	struct msg_spec app = leader_app(2, 2, 100, e, 20);
 
 	for (int i = 0; i < 20; i++)
 		e[i] = (struct entry_spec){ .term = 2, .index = 101 + (uint64_t)i };
-	enc_msg(&w, enc, &app);
-	frame_message(o, &w);
+	frame_message(o, enc, &app);
 }
 
 /* A read index: its entry's data is the read request's 8-byte id. */
@@ -386,39 +367,27 @@ static void build_read_index(struct bytes *o, enum enc enc)
 	struct msg_spec ri = {
 		.type = RAFT_MSG_READ_INDEX, .to = M1, .from = M2, .n_entries = 1, .entries = &e
 	};
-	struct pbw w;
 
-	enc_msg(&w, enc, &ri);
-	frame_message(o, &w);
+	frame_message(o, enc, &ri);
 }
 
 /* A message that does not parse, with a good length: counted, the next one decoded. */
 static void build_bad_message(struct bytes *o, enum enc enc)
 {
 	static const uint8_t bad[] = { 0x08, 0x04, 0x12, 0x05, 0x01 }; /* field 2 as bytes, cut */
-	struct msg_spec resp = {
-		.type = RAFT_MSG_APP_RESP, .to = M1, .from = M2, .term = 2, .index = 7
-	};
-	struct pbw w;
 
 	put_be64(o, sizeof(bad));
 	put(o, bad, sizeof(bad));
-	enc_msg(&w, enc, &resp);
-	frame_message(o, &w);
+	frame_message(o, enc, &resp_t2_i7);
 }
 
 /* Lengths that cannot be believed: the stream is lost, nothing after is decoded. */
 static void build_huge_length(struct bytes *o, enum enc enc)
 {
-	struct msg_spec resp = {
-		.type = RAFT_MSG_APP_RESP, .to = M1, .from = M2, .term = 2, .index = 7
-	};
-	struct pbw w;
 
-	enc_msg(&w, enc, &resp);
-	frame_message(o, &w);
+	frame_message(o, enc, &resp_t2_i7);
 	put_be64(o, RAFT_FRAME_LIMIT + 1);
-	frame_message(o, &w);
+	frame_message(o, enc, &resp_t2_i7);
 }
 
 static void build_bad_type(struct bytes *o, enum enc enc)
@@ -588,19 +557,9 @@ static void check_lose_resume(void)
 	struct raft_stream s;
 	static struct log got;
 	struct entry_spec e5 = { .term = 2, .index = 5 }, e6 = { .term = 2, .index = 6 };
-	struct msg_spec app = { .type = RAFT_MSG_APP,
-				.to = M2,
-				.from = M1,
-				.term = 2,
-				.log_term = 2,
-				.index = 4,
-				.commit = 4,
-				.n_entries = 1,
-				.entries = &e5 };
-	struct pbw w;
+	struct msg_spec app = leader_app(2, 2, 4, &e5, 1);
 
-	enc_msg(&w, V37, &app);
-	frame_app(&a, &w);
+	frame_app(&a, V37, &app);
 	frame_app_entries(&a, V37, &e6, 1, 5);
 	frame_app_entries(&b, V37, NULL, 0, 6);
 	memset(&got, 0, sizeof(got));
@@ -627,17 +586,12 @@ static void check_too_large(void)
 	struct bytes in = { 0 };
 	struct raft_stream s;
 	static struct log got;
-	struct msg_spec resp = {
-		.type = RAFT_MSG_APP_RESP, .to = M1, .from = M2, .term = 2, .index = 7
-	};
-	struct pbw w;
 	size_t big = RAFT_FRAME_KEEP_MAX + 100;
 	uint8_t *zeros = calloc(1, big);
 
 	put_be64(&in, big);
 	put(&in, zeros, big);
-	enc_msg(&w, V37, &resp);
-	frame_message(&in, &w);
+	frame_message(&in, V37, &resp_t2_i7);
 	memset(&got, 0, sizeof(got));
 	raft_stream__init(&s, RAFT_FRAMING_MESSAGE);
 	for (size_t o = 0; o < in.n; o += 65536) {
@@ -659,23 +613,11 @@ static void check_too_large(void)
 static void check_frame_start(void)
 {
 	struct bytes msg = { 0 }, app = { 0 }, ae = { 0 }, commit_only = { 0 }, hb_then = { 0 };
-	struct msg_spec resp = {
-		.type = RAFT_MSG_APP_RESP, .to = M1, .from = M2, .term = 2, .index = 7
-	};
-	struct msg_spec mapp = { .type = RAFT_MSG_APP,
-				 .to = M2,
-				 .from = M1,
-				 .term = 2,
-				 .log_term = 2,
-				 .index = 4,
-				 .commit = 4 };
+	struct msg_spec mapp = leader_app(2, 2, 4, NULL, 0);
 	struct entry_spec e = { .term = 2, .index = 5 };
-	struct pbw w;
 
-	enc_msg(&w, V36, &resp);
-	frame_message(&msg, &w);
-	enc_msg(&w, V37, &mapp);
-	frame_app(&app, &w);
+	frame_message(&msg, V36, &resp_t2_i7);
+	frame_app(&app, V37, &mapp);
 	frame_app_entries(&ae, V36, &e, 1, 4);
 	frame_app_entries(&commit_only, V37, NULL, 0, 4);
 	put_byte(&hb_then, 0);

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "decode.h"
 #include "h2.h"
+#include "h2write.h"
 #include "pbwrite.h"
 
 static uint8_t wire[1 << 20];
@@ -13,31 +14,7 @@ static size_t wire_len;
 
 static void frame(uint8_t type, uint8_t flags, uint32_t sid, const void *p, size_t len)
 {
-	uint8_t *o = wire + wire_len;
-	o[0] = (uint8_t)(len >> 16);
-	o[1] = (uint8_t)(len >> 8);
-	o[2] = (uint8_t)len;
-	o[3] = type;
-	o[4] = flags;
-	o[5] = (uint8_t)(sid >> 24);
-	o[6] = (uint8_t)(sid >> 16);
-	o[7] = (uint8_t)(sid >> 8);
-	o[8] = (uint8_t)sid;
-	if (len)
-		memcpy(o + 9, p, len);
-	wire_len += 9 + len;
-}
-
-static size_t lit(uint8_t *o, const char *name, const char *value)
-{
-	size_t n = 0, nl = strlen(name), vl = strlen(value);
-	o[n++] = 0x00;
-	o[n++] = (uint8_t)nl;
-	memcpy(o + n, name, nl);
-	n += nl;
-	o[n++] = (uint8_t)vl;
-	memcpy(o + n, value, vl);
-	return n + vl;
+	wire_len += h2w_frame(wire + wire_len, type, flags, sid, p, len);
 }
 
 static void build(int streams)
@@ -52,9 +29,9 @@ static void build(int streams)
 		size_t n = 0;
 		snprintf(path, sizeof(path), "/api/v1/namespaces/ns/pods/p%d/binding", i);
 		hb[n++] = 0x83; /* :method POST */
-		n += lit(hb + n, ":path", path);
-		n += lit(hb + n, "content-type", "application/vnd.kubernetes.protobuf");
-		n += lit(hb + n, "authorization", "Bearer eyJzecret.payload.sig");
+		n += h2w_lit(hb + n, ":path", path);
+		n += h2w_lit(hb + n, "content-type", "application/vnd.kubernetes.protobuf");
+		n += h2w_lit(hb + n, "authorization", "Bearer eyJzecret.payload.sig");
 		frame(H2_HEADERS, H2_FLAG_END_HEADERS, 1 + 2 * (uint32_t)i, hb, n);
 	}
 	/* bodies in reverse order, each in two DATA frames */
