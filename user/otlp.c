@@ -855,7 +855,7 @@ struct otlp_exporter *otlp_exporter__start(const struct otlp_config *c)
 	 * addresses still work. */
 	if (e->base) {
 		e->dns = evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-							EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+						     EVDNS_BASE_DISABLE_WHEN_INACTIVE);
 		if (!e->dns)
 			e->dns = evdns_base_new(e->base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
 	}
