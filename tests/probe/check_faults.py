@@ -22,7 +22,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_timeline import ORDER, STAGES, load  # noqa: E402
+from check_timeline import CREATE_STAGES, ORDER, STAGES, load  # noqa: E402
 
 ROLE = {
     "bind_request": "scheduler", "apiserver_received": "apiserver",
@@ -100,7 +100,11 @@ def main(path, pods_file, prefix, kind, *opts):
             if "missing" not in st[a] and "missing" not in st[c]:
                 if st[a]["mono_ns"] > st[c]["mono_ns"]:
                     fail(f"{name}: {a} after {c}")
+        # The pod's create stages count as the bindtrace does: unless it was created before
+        # bindtrace attached.
         missing = [s for s in STAGES if "missing" in st[s]]
+        if not b.get("created_before_attach"):
+            missing += [s for s in CREATE_STAGES if "missing" in st.get(s, {})]
         if b["result"] == "bound" and b["missing_stages"] != len(missing):
             fail(f"{name}: missing_stages {b['missing_stages']}, {len(missing)} stages missing")
         if missing:
