@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "citation.h"
+#include "strpool.h"
 #include "correlate.h"
 #include "util.h"
 
@@ -29,6 +30,8 @@
 #define MAX_LOSSES 1024
 #define MAX_DROP_SPANS 256
 #define KEY_MAX 512
+#define OBS_USER_AGENT_MAX 128
+#define OBS_PATH_MAX 160
 #define DEFAULT_MAX_PENDING 8192
 #define DEFAULT_PENDING_AGE_NS (600ull * 1000000000ull)
 #define MAX_CREATE_TXNS 256 /* create Txns awaiting their response */
@@ -52,16 +55,18 @@ struct observation {
 	uint64_t first_ns, last_ns;
 	uint32_t stream_id;
 	struct actor who;
-	char key[KEY_MAX];   /* etcd key, or "ns/name" */
+	/* The strings below are held in the correlator's string pool (see strpool.h), each cut
+	 * as a char[*_MAX] array would cut it; "" when unset. */
+	const char *key;     /* etcd key, or "ns/name" (KEY_MAX) */
 	uint64_t key_hash;   /* of key: compared before it */
 	int64_t revision;    /* response/watch revision, or a watch event's resourceVersion */
 	int64_t compare_rev; /* Txn compare */
 	bool succeeded;
 	bool prev_known;
-	char node[BIND_NAME_MAX];      /* Txn put / watch event: spec.nodeName */
-	char prev_node[BIND_NAME_MAX]; /* etcd watch: prev_kv's */
-	char user_agent[128];
-	char path[160];
+	const char *node;	/* Txn put / watch event: spec.nodeName (BIND_NAME_MAX) */
+	const char *prev_node;	/* etcd watch: prev_kv's (BIND_NAME_MAX) */
+	const char *user_agent; /* (OBS_USER_AGENT_MAX) */
+	const char *path;	/* (OBS_PATH_MAX) */
 	char encoding[16];
 	char event_type[16];
 	struct citation *citation; /* OBS_CALL, owned */
@@ -130,6 +135,7 @@ struct correlator {
 	uint64_t pending_scan_ns;
 	struct create_txn create_txns[MAX_CREATE_TXNS];
 	uint64_t create_txn_next;
+	struct strpool *strs; /* the observations' strings */
 };
 
 static const char *const stage_names[STAGE_MAX] = {
@@ -202,7 +208,8 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 	if (!c->opt.pending_max_age_ns)
 		c->opt.pending_max_age_ns = DEFAULT_PENDING_AGE_NS;
 	c->pending = calloc(c->opt.max_pending, sizeof(*c->pending));
-	if (!c->binds || !c->obs || !c->pending) {
+	c->strs = strpool__new();
+	if (!c->binds || !c->obs || !c->pending || !c->strs) {
 		correlator__free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -210,10 +217,25 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 	return c;
 }
 
-static void observation__clear(struct observation *o)
+static void observation__clear(struct correlator *c, struct observation *o)
 {
 	free(o->citation);
+	strpool__put(c->strs, o->key);
+	strpool__put(c->strs, o->node);
+	strpool__put(c->strs, o->prev_node);
+	strpool__put(c->strs, o->user_agent);
+	strpool__put(c->strs, o->path);
 	memset(o, 0, sizeof(*o));
+	o->key = o->node = o->prev_node = o->user_agent = o->path = "";
+}
+
+/* Sets one of o's pooled strings to src cut to max - 1 bytes ("" when memory runs out). */
+static void obs_set(struct correlator *c, const char **field, const char *src, size_t max)
+{
+	const char *s = strpool__get(c->strs, src, max);
+
+	strpool__put(c->strs, *field);
+	*field = s ? s : "";
 }
 
 void correlator__free(struct correlator *c)
@@ -222,10 +244,11 @@ void correlator__free(struct correlator *c)
 
 	if (!c)
 		return;
-	if (c->obs)
+	if (c->obs) /* a string is held only where the pool was made */
 		for (i = 0; i < MAX_OBS; i++)
-			observation__clear(&c->obs[i]);
+			observation__clear(c, &c->obs[i]);
 	free(c->obs);
+	strpool__free(c->strs);
 	free(c->binds);
 	free(c->pending);
 	free(c);
@@ -301,9 +324,9 @@ static uint64_t key_hash(const char *key)
 	return h;
 }
 
-static void obs_set_key(struct observation *o, const char *key)
+static void obs_set_key(struct correlator *c, struct observation *o, const char *key)
 {
-	util__copy(o->key, sizeof(o->key), key);
+	obs_set(c, &o->key, key, KEY_MAX);
 	o->key_hash = key_hash(o->key);
 }
 
@@ -382,15 +405,15 @@ static struct observation *obs_add(struct correlator *c, enum obs_kind kind,
 {
 	struct observation *o = &c->obs[c->obs_next++ % MAX_OBS];
 
-	observation__clear(o);
+	observation__clear(c, o);
 	o->kind = kind;
 	o->who = *who;
 	if (msg) {
 		o->first_ns = msg->ts_first_ns;
 		o->last_ns = msg->ts_last_ns;
 		o->stream_id = msg->stream_id;
-		util__copy(o->user_agent, sizeof(o->user_agent), msg->http.user_agent);
-		util__copy(o->path, sizeof(o->path), msg->http.path);
+		obs_set(c, &o->user_agent, msg->http.user_agent, OBS_USER_AGENT_MAX);
+		obs_set(c, &o->path, msg->http.path, OBS_PATH_MAX);
 	}
 	return o;
 }
@@ -715,10 +738,10 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 			o = obs_add(c, OBS_ETCD_TXN_IN, who, msg);
 		else
 			return;
-		obs_set_key(o, key);
+		obs_set_key(c, o, key);
 		o->compare_rev = txn->compare_revision;
 		if (txn->has_put && txn->put.value.kind == K8S_KIND_POD)
-			util__copy(o->node, sizeof(o->node), txn->put.value.pod.node_name);
+			obs_set(c, &o->node, txn->put.value.pod.node_name, BIND_NAME_MAX);
 		if (txn->has_put && !txn->compare_revision)
 			note_create_txn(c, who, msg, key);
 		return;
@@ -743,12 +766,12 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 		if (!is_pod_key(ev->kv.key))
 			return;
 		o = obs_add(c, OBS_ETCD_WATCH, who, msg);
-		obs_set_key(o, ev->kv.key);
+		obs_set_key(c, o, ev->kv.key);
 		o->revision = ev->kv.mod_revision;
 		o->prev_known = ev->has_prev_kv;
-		util__copy(o->prev_node, sizeof(o->prev_node), ev->prev_node_name);
+		obs_set(c, &o->prev_node, ev->prev_node_name, BIND_NAME_MAX);
 		if (ev->kv.value.kind == K8S_KIND_POD)
-			util__copy(o->node, sizeof(o->node), ev->kv.value.pod.node_name);
+			obs_set(c, &o->node, ev->kv.value.pod.node_name, BIND_NAME_MAX);
 		/* The write of a bind (nodeName "" -> node) reached the apiserver's watch: its
 		 * bind may close once the watchers have had their linger. */
 		if (o->node[0] && !o->prev_node[0]) {
@@ -773,6 +796,7 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 {
 	const struct k8s_object *obj = &msg->body.watch.object;
 	struct observation *o;
+	char key[KEY_MAX];
 	bool sent = who->role == ROLE_APISERVER && msg->dir == CONN_DIR_OUT;
 	/* Read by any traced process: the scheduler's informer, or the apiserver's own loopback
 	 * client (its watches of itself). */
@@ -785,8 +809,8 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 	if (!obj->meta.name[0] || !obj->meta.resource_version[0])
 		return;
 	o = obs_add(c, sent ? OBS_WATCH_SENT : OBS_WATCH_RECEIVED, who, msg);
-	snprintf(o->key, sizeof(o->key), "%s/%s", obj->meta.namespace, obj->meta.name);
-	o->key_hash = key_hash(o->key);
+	snprintf(key, sizeof(key), "%s/%s", obj->meta.namespace, obj->meta.name);
+	obs_set_key(c, o, key);
 	/* The scheduler's informer learns of the new pod: ADDED, not yet bound. */
 	if (received && who->role == ROLE_SCHEDULER && obj->kind == K8S_KIND_POD &&
 	    !obj->pod.node_name[0] && strcmp(msg->body.watch.type, "ADDED") == 0) {
@@ -799,12 +823,12 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 	o->revision = strtoll(obj->meta.resource_version, NULL, 10);
 	util__copy(o->event_type, sizeof(o->event_type), msg->body.watch.type);
 	if (obj->kind == K8S_KIND_POD) {
-		util__copy(o->node, sizeof(o->node), obj->pod.node_name);
+		obs_set(c, &o->node, obj->pod.node_name, BIND_NAME_MAX);
 		util__copy(o->encoding, sizeof(o->encoding),
 			   obj->encoding == K8S_ENCODING_PROTOBUF ? "protobuf" : "json");
 	} else {
-		util__copy(o->node, sizeof(o->node),
-			   strcmp(obj->row.node_name, "<none>") ? obj->row.node_name : "");
+		obs_set(c, &o->node, strcmp(obj->row.node_name, "<none>") ? obj->row.node_name : "",
+			BIND_NAME_MAX);
 		snprintf(o->encoding, sizeof(o->encoding), "table");
 	}
 }
@@ -848,9 +872,10 @@ void correlator__call(struct correlator *c, const char *ns, const char *name,
 {
 	struct actor none = { 0 };
 	struct observation *o = obs_add(c, OBS_CALL, &none, NULL);
+	char key[KEY_MAX];
 
-	snprintf(o->key, sizeof(o->key), "%s/%s", ns, name);
-	o->key_hash = key_hash(o->key);
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	obs_set_key(c, o, key);
 	o->first_ns = o->last_ns = citation->mono_ns;
 	o->citation = malloc(sizeof(*o->citation));
 	if (o->citation)
