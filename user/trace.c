@@ -5,6 +5,7 @@
  * work, the sockets' refresh, the correlator's clock, restarts and closed connections. Finished
  * binds come back through on_bind to stdout (or --output) and the file outputs. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,10 @@ static void between_reads(void *ctx, uint64_t now)
 	metrics_server__heartbeat(tr->metrics_server, now);
 	if (now >= tr->next_sweep) {
 		dispatch__sweep(tr->dispatch, now);
+		/* The decoders make and free many small objects (a watch event's JSON is hundreds
+		 * of them); freed pages inside the heap go back to the kernel here rather than
+		 * count in an agent's resident memory for days. */
+		malloc_trim(0);
 		tr->next_sweep = now + SWEEP_NS;
 	}
 }
