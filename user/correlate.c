@@ -69,7 +69,31 @@ struct observation {
 	const char *path;	/* (OBS_PATH_MAX) */
 	char encoding[16];
 	char event_type[16];
-	struct citation *citation; /* OBS_CALL, owned */
+	struct packed_citation *citation; /* OBS_CALL, owned */
+	bool cit_queued;		  /* OBS_CALL: its citation's queued and object */
+	uint64_t cit_object;
+};
+
+/* A citation as an observation holds it until its bind closes: every field of struct citation
+ * but the frames, byte for byte (so fields added to it are kept without a change here), and only
+ * the frames the stack had, their function and file names in the correlator's string pool. A
+ * struct citation is 16 KiB whatever the stack; the ring holds a call per bind, for as many
+ * binds as fit in its 16384 observations (thousands with few watchers): this is what lets that
+ * cost follow the stacks' real size. */
+#define CITATION_FRAMES_AT offsetof(struct citation, frames)
+#define CITATION_AFTER_FRAMES (CITATION_FRAMES_AT + sizeof(((struct citation *)0)->frames))
+
+struct packed_frame {
+	uint64_t pc;
+	const char *func, *file; /* pooled */
+	int line;
+};
+
+struct packed_citation {
+	unsigned char before[CITATION_FRAMES_AT];
+	unsigned char after[sizeof(struct citation) - CITATION_AFTER_FRAMES];
+	int n_frames;
+	struct packed_frame frames[];
 };
 
 /* The part of a bind_timeline an open bind fills; the rest (watchers, citation) is resolved into
@@ -135,7 +159,8 @@ struct correlator {
 	uint64_t pending_scan_ns;
 	struct create_txn create_txns[MAX_CREATE_TXNS];
 	uint64_t create_txn_next;
-	struct strpool *strs; /* the observations' strings */
+	struct strpool *strs;	 /* the observations' strings */
+	struct citation scratch; /* a queued call's citation, unpacked to be joined */
 };
 
 static const char *const stage_names[STAGE_MAX] = {
@@ -217,9 +242,59 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 	return c;
 }
 
+static void packed_citation__free(struct correlator *c, struct packed_citation *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->n_frames; i++) {
+		strpool__put(c->strs, p->frames[i].func);
+		strpool__put(c->strs, p->frames[i].file);
+	}
+	free(p);
+}
+
+/* NULL when memory runs out (the call is then kept without its stack). */
+static struct packed_citation *citation__pack(struct correlator *c, const struct citation *src)
+{
+	int n = src->n_frames < 0		  ? 0
+		: src->n_frames > BIND_MAX_FRAMES ? BIND_MAX_FRAMES
+						  : src->n_frames;
+	struct packed_citation *p = malloc(sizeof(*p) + (size_t)n * sizeof(p->frames[0]));
+	const struct frame_line *f = src->frames;
+
+	if (!p)
+		return NULL;
+	memcpy(p->before, src, sizeof(p->before));
+	memcpy(p->after, (const char *)src + CITATION_AFTER_FRAMES, sizeof(p->after));
+	p->n_frames = n;
+	for (int i = 0; i < n; i++) {
+		const char *func = strpool__get(c->strs, f[i].func, sizeof(f[i].func));
+		const char *file = strpool__get(c->strs, f[i].file, sizeof(f[i].file));
+
+		p->frames[i] = (struct packed_frame){ .pc = f[i].pc,
+						      .func = func ? func : "",
+						      .file = file ? file : "",
+						      .line = f[i].line };
+	}
+	return p;
+}
+
+static void citation__unpack(const struct packed_citation *p, struct citation *out)
+{
+	memset(out->frames, 0, sizeof(out->frames));
+	memcpy(out, p->before, sizeof(p->before));
+	memcpy((char *)out + CITATION_AFTER_FRAMES, p->after, sizeof(p->after));
+	for (int i = 0; i < p->n_frames; i++) {
+		out->frames[i].pc = p->frames[i].pc;
+		util__copy(out->frames[i].func, sizeof(out->frames[i].func), p->frames[i].func);
+		util__copy(out->frames[i].file, sizeof(out->frames[i].file), p->frames[i].file);
+		out->frames[i].line = p->frames[i].line;
+	}
+}
+
 static void observation__clear(struct correlator *c, struct observation *o)
 {
-	free(o->citation);
+	packed_citation__free(c, o->citation);
 	strpool__put(c->strs, o->key);
 	strpool__put(c->strs, o->node);
 	strpool__put(c->strs, o->prev_node);
@@ -877,9 +952,9 @@ void correlator__call(struct correlator *c, const char *ns, const char *name,
 	snprintf(key, sizeof(key), "%s/%s", ns, name);
 	obs_set_key(c, o, key);
 	o->first_ns = o->last_ns = citation->mono_ns;
-	o->citation = malloc(sizeof(*o->citation));
-	if (o->citation)
-		*o->citation = *citation;
+	o->citation = citation__pack(c, citation);
+	o->cit_queued = citation->queued;
+	o->cit_object = citation->object;
 }
 
 void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t now_ns)
@@ -1134,27 +1209,27 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 	for_each_obs(c, o, i)
 	{
 		if (o->kind == OBS_CALL && o->citation && obs_key_is(o, key, hash) &&
-		    o->first_ns <= before &&
-		    (!best || best->citation->queued || !o->citation->queued))
+		    o->first_ns <= before && (!best || best->cit_queued || !o->cit_queued))
 			best = o;
 	}
 	if (!best)
 		return;
-	t->citation = *best->citation;
-	if (best->citation->queued || citation__has_bind_step(&t->citation))
+	citation__unpack(best->citation, &t->citation);
+	if (best->cit_queued || citation__has_bind_step(&t->citation))
 		return;
 	/* A POST from a dispatcher goroutine: joined with the stack that queued that Binding
 	 * (the same object), the latest before the POST. */
 	for_each_obs(c, o, i)
 	{
-		if (o->kind == OBS_CALL && o->citation && o->citation->queued &&
+		if (o->kind == OBS_CALL && o->citation && o->cit_queued &&
 		    obs_key_is(o, key, hash) && o->first_ns <= best->first_ns &&
-		    (!o->citation->object || !best->citation->object ||
-		     o->citation->object == best->citation->object))
+		    (!o->cit_object || !best->cit_object || o->cit_object == best->cit_object))
 			queued = o;
 	}
-	if (queued)
-		citation__join(&t->citation, queued->citation);
+	if (queued) {
+		citation__unpack(queued->citation, &c->scratch);
+		citation__join(&t->citation, &c->scratch);
+	}
 }
 
 static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from, uint64_t to,
