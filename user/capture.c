@@ -522,8 +522,10 @@ int cmd_capture(int argc, char **argv)
 	deadline = opt.duration_s ? util__monotonic_ns() + opt.duration_s * 1000000000ull : 0;
 	err = session__run(st.session, &handlers, deadline);
 	fflush(stdout);
-	if (!err)
+	if (!err) {
 		print_stats(&st);
+		session__print_probe_hits(st.session, stderr);
+	}
 cleanup:
 	for (i = 0; i < st.n_atts; i++)
 		tls_attachment__detach(&st.atts[i]);

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
 
@@ -41,6 +42,7 @@ struct session_handlers {
 	void (*data)(void *ctx, const struct data_event *e); /* e->len bytes follow */
 	void (*fsync)(void *ctx, const struct fsync_event *e);
 	void (*call)(void *ctx, const struct call_event *e);
+	void (*sock_read)(void *ctx, const struct sock_read_event *e);
 	void *ctx;
 	void (*between)(void *between_ctx, uint64_t now_ns);
 	/* SIGHUP, after the read it came in (NULL: SIGHUP keeps its default action). */
@@ -75,7 +77,13 @@ uint64_t session__events(const struct session *s);
 /* The BPF programs' counters (enum capture_counter), summed over CPUs. */
 void session__counters(struct session *s, uint64_t out[COUNTER_MAX]);
 
-/* Detaches the tracepoints and frees everything; NULL is fine. */
+/* With BINDTRACE_PROBE_HITS=1 in the environment (measurement, read when the session opened:
+ * it costs a hash update per program run), every capture program's runs, ring buffer records and
+ * bytes per process, one line each to out; nothing otherwise. */
+void session__print_probe_hits(struct session *s, FILE *out);
+
+/* Detaches the tracepoints (all at once: links__close_all) and frees everything; NULL is
+ * fine. */
 void session__close(struct session *s);
 
 #endif

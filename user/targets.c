@@ -182,14 +182,17 @@ static struct bpf_link *attach_call(struct targets *ts, struct target *t, const 
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = (__u64)p->obj_reg | flags);
 	uint64_t entry, end;
+	bool at_branch;
 	int64_t off;
 
 	if (go_binary__func(t->gb, p->func, &entry, &end) ||
 	    go_binary__check_probe(t->gb, p->func, entry))
 		return NULL;
-	off = go_binary__file_offset(t->gb, entry);
+	off = go_entry_probe_offset(t->gb, entry, &at_branch);
 	if (off < 0)
 		return NULL;
+	if (at_branch)
+		uo.bpf_cookie |= PROBE_COOKIE_AT_BRANCH;
 	return bpf_program__attach_uprobe_opts(session__bpf(ts->session)->progs.go_call,
 					       t->proc.pid, path, (size_t)off, &uo);
 }
@@ -292,26 +295,48 @@ int targets__find(struct targets *ts, enum process_role role, pid_t given)
 	return n;
 }
 
+/* Every probe of t, taken from it: its TLS links and uprobe_multi fds, its bind-call links. The
+ * links go into an array from malloc (NULL when there are none or no memory: then closed here). */
+static struct bpf_link **target__take_links(struct target *t, size_t *n, int *fds, size_t *n_fds)
+{
+	struct bpf_link **links = realloc(t->tls.links, (t->tls.n_links + 2) * sizeof(*links));
+	size_t k;
+
+	*n = *n_fds = 0;
+	if (!links) {
+		bpf_link__destroy(t->call_link);
+		bpf_link__destroy(t->queue_link);
+		t->call_link = t->queue_link = NULL;
+		tls_attachment__detach(&t->tls);
+		return NULL;
+	}
+	*n = t->tls.n_links;
+	if (t->call_link)
+		links[(*n)++] = t->call_link;
+	if (t->queue_link)
+		links[(*n)++] = t->queue_link;
+	for (k = 0; k < t->tls.n_multi; k++)
+		fds[(*n_fds)++] = t->tls.multi_fds[k];
+	t->tls.links = NULL;
+	t->tls.n_links = t->tls.n_multi = t->tls.n_probes = 0;
+	t->call_link = t->queue_link = NULL;
+	return links;
+}
+
 /* Probes of a process that is still running are closed at once: new ones may follow on it. Those
  * of one that exited can see nothing more and go to the reaper. */
 static void detach_target(struct targets *ts, struct target *t)
 {
 	struct process_info now;
-	struct bpf_link **links;
 
-	if ((t->tls.n_links || t->call_link || t->queue_link) &&
-	    discover__process(t->proc.pid, &now) == -ESRCH &&
-	    (links = realloc(t->tls.links, (t->tls.n_links + 2) * sizeof(*links)))) {
-		size_t n = t->tls.n_links;
+	if ((t->tls.n_links || t->tls.n_multi || t->call_link || t->queue_link) &&
+	    discover__process(t->proc.pid, &now) == -ESRCH) {
+		int fds[TLSPROBE_MAX_MULTI];
+		size_t n, n_fds;
+		struct bpf_link **links = target__take_links(t, &n, fds, &n_fds);
 
-		if (t->call_link)
-			links[n++] = t->call_link;
-		if (t->queue_link)
-			links[n++] = t->queue_link;
-		link_reaper__add(&ts->reaper, links, n);
-		t->tls.links = NULL;
-		t->tls.n_links = 0;
-		t->call_link = t->queue_link = NULL;
+		if (links)
+			link_reaper__add(&ts->reaper, links, n, fds, n_fds);
 	}
 	bpf_link__destroy(t->call_link);
 	bpf_link__destroy(t->queue_link);
@@ -477,17 +502,31 @@ int targets__attach_watcher(struct targets *ts, pid_t pid)
 	return err;
 }
 
+/* Every target's probes closed at once (see links__close_all): one at a time, exiting took
+ * seconds. */
 void targets__close(struct targets *ts)
 {
+	struct bpf_link **all = calloc((size_t)ts->n * (TLSPROBE_MAX_RETS + 4) + 1, sizeof(*all));
+	int fds[TARGETS_MAX * TLSPROBE_MAX_MULTI];
+	size_t n_all = 0, n_fds = 0, n, k;
 	int i;
 
 	link_reaper__finish(&ts->reaper);
 	for (i = 0; i < ts->n; i++) {
-		bpf_link__destroy(ts->t[i].call_link);
-		bpf_link__destroy(ts->t[i].queue_link);
-		ts->t[i].call_link = ts->t[i].queue_link = NULL;
-		tls_attachment__detach(&ts->t[i].tls);
-		go_binary__close(ts->t[i].gb);
-		ts->t[i].gb = NULL;
+		struct target *t = &ts->t[i];
+		struct bpf_link **links = target__take_links(t, &n, fds + n_fds, &k);
+
+		n_fds += k;
+		for (k = 0; links && k < n; k++) {
+			if (all && n_all < (size_t)ts->n * (TLSPROBE_MAX_RETS + 4))
+				all[n_all++] = links[k];
+			else
+				bpf_link__destroy(links[k]);
+		}
+		free(links);
+		go_binary__close(t->gb);
+		t->gb = NULL;
 	}
+	links__close_all(all, n_all, fds, n_fds);
+	free(all);
 }

@@ -248,7 +248,7 @@ static void print_header(struct tracer *tr, uint64_t attach_ns)
 		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes%s%s%s%s)\n",
 			process_role__name(t->role), t->proc.pid, t->proc.exe, t->go_version,
 			target__release_label(t, release, sizeof(release)),
-			t->tls.n_links + !!t->call_link + !!t->queue_link,
+			t->tls.n_probes + !!t->call_link + !!t->queue_link,
 			t->call_probe ? ", bind call: " : "",
 			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "",
 			t->queue_link ? ", bind queue: " : "",
