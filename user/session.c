@@ -208,18 +208,23 @@ struct capture_bpf *session__bpf(struct session *s)
 	return s->skel;
 }
 
-int session__add_target(struct session *s, pid_t pid, bool fsync)
+int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall)
 {
 	__u32 key = (__u32)pid;
-	__u8 one = 1;
+	__u8 one = 1, value = TARGET_TRACED | (reads_via_syscall ? TARGET_READS_VIA_SYSCALL : 0);
 	int err;
 
-	err = bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+	err = bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key), &value, sizeof(value),
 				   BPF_ANY);
 	if (!err && fsync)
 		err = bpf_map__update_elem(s->skel->maps.fsync_targets, &key, sizeof(key), &one,
 					   sizeof(one), BPF_ANY);
 	return err;
+}
+
+int session__add_target(struct session *s, pid_t pid, bool fsync)
+{
+	return session__add_target_flags(s, pid, fsync, false);
 }
 
 void session__remove_target(struct session *s, pid_t pid)

@@ -63,6 +63,9 @@ struct capture_bpf *session__bpf(struct session *s);
 
 /* pid's syscalls are captured (and its fsyncs timed, with fsync) from now on. 0 or -errno. */
 int session__add_target(struct session *s, pid_t pid, bool fsync);
+/* The same for a process whose TLS Reads are not probed (TARGET_READS_VIA_SYSCALL: its read(2)s
+ * of TLS sockets come as sock_read events; see peerfeed.h). */
+int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall);
 void session__remove_target(struct session *s, pid_t pid);
 
 /* Reads the ring buffer into the handlers until SIGINT or SIGTERM, session__stop(), or the

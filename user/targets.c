@@ -12,6 +12,7 @@
 #include "events.h"
 #include "goelf.h"
 #include "gorelease.h"
+#include "peerfeed.h"
 #include "session.h"
 #include "targets.h"
 #include "util.h"
@@ -53,6 +54,45 @@ bool targets__has(const struct targets *ts, enum process_role role)
 		if (ts->t[i].role == role)
 			return true;
 	return false;
+}
+
+bool targets__apiserver_reads_via_syscall(const struct targets *ts)
+{
+	int i;
+
+	for (i = 0; i < ts->n; i++)
+		if (ts->t[i].role == ROLE_APISERVER && ts->t[i].attached &&
+		    ts->t[i].reads_via_syscall)
+			return true;
+	return false;
+}
+
+/* Its reads taken from its traced peers' Writes (peerfeed.h), given the roles traced.
+ * BINDTRACE_READS_VIA_SYSCALL=0 probes every Read as before (for before/after measurements);
+ * =all takes the apiserver's reads from the writers too. */
+static bool target__reads_via_syscall(const struct targets *ts, const struct target *t)
+{
+	const char *env = getenv("BINDTRACE_READS_VIA_SYSCALL");
+
+	if (env && strcmp(env, "0") == 0)
+		return false;
+	/* The apiserver's Reads are still probed unless BINDTRACE_READS_VIA_SYSCALL=all: taken
+	 * from the scheduler's Writes, a Binding whose read(2) record was lost to ring buffer drops
+	 * is released by a later read(2), after its answer, and opened a second timeline for its pod
+	 * (test-faults e, 4 KiB ring: 7 pods). */
+	if (!(env && strcmp(env, "all") == 0) && t->role == ROLE_APISERVER)
+		return false;
+	return peer_feed__reads_via_syscall(t->role, targets__has(ts, ROLE_SCHEDULER),
+					    targets__has(ts, ROLE_APISERVER),
+					    targets__has(ts, ROLE_ETCD), ts->probe_reads);
+}
+
+/* BINDTRACE_READS_VIA_SYSCALL_COMPARE=1 (measurement): the Read probes stay (peer_feed__new). */
+bool targets__reads_compare(void)
+{
+	const char *v = getenv("BINDTRACE_READS_VIA_SYSCALL_COMPARE");
+
+	return v && *v && strcmp(v, "0") != 0;
 }
 
 /* Release and commit as the binary states them (buildinfo, else its -X stamps): never
@@ -226,14 +266,18 @@ static int attach_target(struct targets *ts, struct target *t)
 	err = read_binary(t, path);
 	if (err)
 		return err;
-	err = session__add_target(ts->session, t->proc.pid, t->role == ROLE_ETCD);
+	t->reads_via_syscall = target__reads_via_syscall(ts, t);
+	err = session__add_target_flags(ts->session, t->proc.pid, t->role == ROLE_ETCD,
+					t->reads_via_syscall);
 	if (err) {
 		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n",
 			process_role__name(t->role), t->proc.pid, strerror(-err));
 		return err;
 	}
-	err = tls_attachment__attach_opened(&t->tls, session__bpf(ts->session), t->proc.pid, path,
-					    t->gb, why, sizeof(why));
+	err = tls_attachment__attach_flags(
+	    &t->tls, session__bpf(ts->session), t->proc.pid, path, t->gb,
+	    t->reads_via_syscall && !targets__reads_compare() ? TLS_ATTACH_NO_READS : 0, why,
+	    sizeof(why));
 	if (err) {
 		attach_failed(t, why);
 		return err;
