@@ -39,6 +39,9 @@ struct slot {
 	uint64_t write_offset; /* and its plaintext offset in the writer's stream */
 	uint64_t reader_conn;
 	uint64_t reader_offset; /* of the next delivered byte in the reader's stream */
+	bool read_known;	/* read_seq and read_ns hold the last read(2) seen */
+	uint32_t read_seq;	/* the sequence number it reached (copied_seq) */
+	uint64_t read_ns;
 };
 
 #define COMPARE_PENDING 256
@@ -308,6 +311,8 @@ void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 {
 	/* The reader's remote end wrote: name the direction by the writer's addresses. */
 	struct conn_key k = { .family = r->family, .src_port = r->rport, .dst_port = r->lport };
+	uint32_t start = r->seq_end - r->len;
+	bool lost;
 	struct slot *s;
 
 	pf->stats.reads++;
@@ -326,16 +331,30 @@ void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 			drop_head(pf, s);
 		s->reader_conn = r->conn;
 		s->reader_offset = 0;
+		s->read_known = false;
 	}
+	/* A read(2) begins where the last one ended: when it does not, the record of one between
+	 * them was lost (ring-buffer drops), and what that one reached was read before this one. */
+	lost = r->len && s->read_known && start != s->read_seq && seq_geq(start, s->read_seq);
 	while (s->head && seq_geq(r->seq_end, s->head->needed_end)) {
 		struct pending *p = s->head;
 		struct data_event *e = &p->e;
+		uint64_t ts = r->hdr.ts_ns;
 
 		s->head = p->next;
 		if (!s->head)
 			s->tail = NULL;
 		s->queued_bytes -= e->len;
+		if (lost && seq_geq(start, p->needed_end)) {
+			/* Read by the lost read(2): after its Write and after the last read(2) seen;
+			 * timed at the earliest of those, it stays before whatever answered it
+			 * (taken at this read(2)'s time, a Binding came after its own response and
+			 * opened a second timeline). */
+			ts = p->ts_ns > s->read_ns ? p->ts_ns : s->read_ns;
+			pf->stats.retimed++;
+		}
 		e->hdr = r->hdr;
+		e->hdr.ts_ns = ts;
 		e->hdr.type = EVENT_DATA;
 		e->conn = r->conn;
 		e->offset = s->reader_offset;
@@ -356,6 +375,9 @@ void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 		free(p);
 		pf->stats.delivered++;
 	}
+	s->read_known = true;
+	s->read_seq = r->seq_end;
+	s->read_ns = r->hdr.ts_ns;
 }
 
 uint64_t peer_feed__expire(struct peer_feed *pf, uint64_t now)
@@ -391,11 +413,13 @@ void peer_feed__print(const struct peer_feed *pf, FILE *out)
 	peer_feed__compare_print(pf, out);
 	if (!x->reads)
 		return;
-	fprintf(out,
-		"bindtrace: reads from the writers: %llu read(2)s, %llu Writes delivered, %llu "
-		"dropped unread (%llu bytes shown as gaps)%s\n",
-		(unsigned long long)x->reads, (unsigned long long)x->delivered,
-		(unsigned long long)(x->expired + x->overflow),
-		(unsigned long long)x->dropped_bytes,
-		x->table_full ? "; connection table full: some reads not followed" : "");
+	fprintf(
+	    out,
+	    "bindtrace: reads from the writers: %llu read(2)s, %llu Writes delivered, %llu "
+	    "dropped unread (%llu bytes shown as gaps), %llu read by a read(2) whose record was "
+	    "lost (timed by their Write)%s\n",
+	    (unsigned long long)x->reads, (unsigned long long)x->delivered,
+	    (unsigned long long)(x->expired + x->overflow), (unsigned long long)x->dropped_bytes,
+	    (unsigned long long)x->retimed,
+	    x->table_full ? "; connection table full: some reads not followed" : "");
 }

@@ -59,7 +59,11 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e);
 
 /* A read by a TARGET_READS_VIA_SYSCALL process: each queued Write on its connection whose last
  * byte it has reached is passed to deliver as a data event of the reader (DIR_IN, the reader's
- * pid, socket, addresses, its own stream offsets, the read's time), in order. */
+ * pid, socket, addresses, its own stream offsets, the read's time), in order. A read(2) that
+ * does not begin where the last one on its connection ended shows that the record of one between
+ * them was lost (ring-buffer drops): the Writes that lost one reached are timed at the earliest
+ * it can have been (their Write, or the last read(2) seen, whichever came later), so that a
+ * request is never placed after its answer. */
 void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 		     peer_feed_deliver_fn deliver, void *ctx);
 
@@ -79,6 +83,7 @@ struct peer_feed_stats {
 	uint64_t dropped_bytes;
 	uint64_t unread;     /* Writes on connections whose reader reads through its probes */
 	uint64_t reads;	     /* read(2)s seen */
+	uint64_t retimed;    /* Writes read by a read(2) whose record was lost (drops) */
 	uint64_t table_full; /* connections not followed: table full */
 };
 void peer_feed__stats(const struct peer_feed *pf, struct peer_feed_stats *out);

@@ -142,5 +142,59 @@ int main(void)
 	CHECK_INT(st.expired, 1);
 	CHECK_INT(st.dropped_bytes, 4);
 	peer_feed__free(pf);
+
+	/* A read(2) whose record was lost (ring-buffer drops): the next one does not begin where
+	 * the last one ended. What the lost one reached is timed by its Write or the last read(2)
+	 * seen, whichever came later (never after its answer); the rest by the read(2) that
+	 * reached it. */
+	pf = peer_feed__new(false);
+	memset(&g, 0, sizeof(g));
+	w = write_ev(100, 5000, 0, "first", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(150, 5000 + 5 + 22, 127);
+	r.len = 5 + 22;
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 1);
+	CHECK_INT(g.ts[0], 150);
+	w = write_ev(200, 5027, 5, "second", 127); /* read by a read(2) that was lost */
+	peer_feed__written(pf, w);
+	free(w);
+	w = write_ev(900, 5027 + 6 + 22, 11, "third", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(1000, 5027 + 6 + 22 + 5 + 22, 127);
+	r.len = 5 + 22; /* begins after the second Write's bytes: a read between was lost */
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 3);
+	CHECK_INT(g.first[1], 's');
+	CHECK_INT(g.ts[1], 200); /* its Write's time, not 1000 */
+	CHECK_INT(g.offset[1], 5);
+	CHECK_INT(g.ts[2], 1000);
+	/* Read just after the last one seen: timed by that one when its Write came earlier. */
+	w = write_ev(1100, 5082, 16, "fourth", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	w = write_ev(1150, 5082 + 6 + 22, 22, "fifth", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(1300, 5082 + 6 + 22 + 5 + 22, 127);
+	r.len = 5 + 22;
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 5);
+	CHECK_INT(g.ts[3], 1100);
+	CHECK_INT(g.ts[4], 1300);
+	/* Consecutive read(2)s: nothing retimed. */
+	w = write_ev(1400, 5137, 27, "sixth", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(1500, 5137 + 5 + 22, 127);
+	r.len = 5 + 22;
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 6);
+	CHECK_INT(g.ts[5], 1500);
+	peer_feed__stats(pf, &st);
+	CHECK_INT(st.retimed, 2);
+	peer_feed__free(pf);
 	return check_summary("peerfeed");
 }
