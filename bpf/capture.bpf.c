@@ -258,6 +258,19 @@ static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *
 	return bpf_map_lookup_elem(&conns, &key);
 }
 
+/* The header every record starts with: the current thread, CPU, time and comm. */
+static __always_inline void fill_header(struct event_header *h, __u32 type)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	h->type = type;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->cpu = bpf_get_smp_processor_id();
+	h->ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
 struct emit_ctx {
 	struct data_event *e;
 	__u64 src;
@@ -311,12 +324,7 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 	e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
 		return;
-	e->hdr.type = EVENT_DATA;
-	e->hdr.pid = id >> 32;
-	e->hdr.tid = (__u32)id;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	fill_header(&e->hdr, EVENT_DATA);
 	e->conn = ino;
 	e->fd = fd;
 	e->dir = dir;
@@ -693,12 +701,7 @@ static __always_inline void emit_sock_read(struct conn_state *st, __u64 ino, int
 		count(COUNTER_RINGBUF_DROPS, 1);
 		return;
 	}
-	e->hdr.type = EVENT_SOCK_READ;
-	e->hdr.pid = id >> 32;
-	e->hdr.tid = (__u32)id;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	fill_header(&e->hdr, EVENT_SOCK_READ);
 	e->conn = ino;
 	tp = (struct tcp_sock *)st->sk;
 	e->seq_end = BPF_CORE_READ(tp, copied_seq);
@@ -893,12 +896,7 @@ int BPF_KPROBE(go_call)
 	e = bpf_map_lookup_elem(&call_scratch, &zero);
 	if (!e)
 		return 0;
-	e->hdr.type = EVENT_CALL;
-	e->hdr.pid = id >> 32;
-	e->hdr.tid = (__u32)id;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	fill_header(&e->hdr, EVENT_CALL);
 	e->goroutine = ctx->r14;
 	e->cookie = cookie;
 	n = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
@@ -979,12 +977,7 @@ static __always_inline int fsync_exit(struct trace_event_raw_sys_exit *ctx)
 		bpf_map_delete_elem(&fsync_inflight, &tid);
 		return 0;
 	}
-	e->hdr.type = EVENT_FSYNC;
-	e->hdr.pid = id >> 32;
-	e->hdr.tid = tid;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	fill_header(&e->hdr, EVENT_FSYNC);
 	e->start_ns = in->start_ns;
 	e->fd = in->fd;
 	e->datasync = in->datasync;
