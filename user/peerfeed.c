@@ -19,6 +19,7 @@ struct pending {
 	struct pending *next;
 	uint32_t needed_end; /* TCP sequence number after the Write's last byte on the wire */
 	uint64_t ts_ns;
+	uint64_t gap_before; /* bytes of the writer's stream lost just before it (drops) */
 	struct data_event e; /* followed by its bytes */
 };
 
@@ -39,8 +40,14 @@ struct slot {
 	uint64_t write_offset; /* and its plaintext offset in the writer's stream */
 	uint64_t reader_conn;
 	uint64_t reader_offset; /* of the next delivered byte in the reader's stream */
-	bool read_known;	/* read_seq and read_ns hold the last read(2) seen */
-	uint32_t read_seq;	/* the sequence number it reached (copied_seq) */
+	/* The writer's stream: where its next event should begin (writer_next), so that an event
+	 * lost to drops before a queued Write is a gap in the reader's stream too. */
+	bool writer_known;
+	uint32_t writer_pid;
+	uint64_t writer_conn, writer_next;
+	uint64_t gap_pending; /* lost before the next queued Write */
+	bool read_known;      /* read_seq and read_ns hold the last read(2) seen */
+	uint32_t read_seq;    /* the sequence number it reached (copied_seq) */
 	uint64_t read_ns;
 };
 
@@ -211,7 +218,7 @@ static void drop_head(struct peer_feed *pf, struct slot *s)
 	if (!s->head)
 		s->tail = NULL;
 	s->queued_bytes -= p->e.len;
-	s->reader_offset += p->e.len;
+	s->reader_offset += p->gap_before + p->e.len;
 	pf->stats.dropped_bytes += p->e.len;
 	free(p);
 }
@@ -271,6 +278,20 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e)
 		return;
 	}
 	s->last_ns = e->hdr.ts_ns;
+	/* The writer's events follow its stream offsets; one lost to ring-buffer drops (or cut
+	 * short) leaves a hole the reader's stream must show as a gap: without it the reader's
+	 * decoder took the bytes after it for the bytes it lost (a Binding read with another pod's
+	 * HPACK-indexed :path opened a second timeline for that pod). */
+	if (!s->writer_known || s->writer_conn != e->conn || s->writer_pid != e->hdr.pid) {
+		s->writer_known = true;
+		s->writer_conn = e->conn;
+		s->writer_pid = e->hdr.pid;
+		s->writer_next = e->offset;
+	}
+	if (e->offset > s->writer_next)
+		s->gap_pending += e->offset - s->writer_next;
+	if (e->offset + e->len > s->writer_next)
+		s->writer_next = e->offset + e->len;
 	/* A Write larger than one event comes as several with the same starting sequence. */
 	if (e->tcp_seq != s->write_seq || e->offset < s->write_offset) {
 		s->write_seq = e->tcp_seq;
@@ -283,7 +304,7 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e)
 	}
 	p = malloc(sizeof(*p) + e->len);
 	if (!p) {
-		s->reader_offset += e->len; /* a gap rather than a silent loss */
+		s->gap_pending += e->len; /* a gap rather than a silent loss */
 		pf->stats.overflow++;
 		pf->stats.dropped_bytes += e->len;
 		return;
@@ -295,6 +316,8 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e)
 		    (upto + TLS_MAX_PLAINTEXT - 1) / TLS_MAX_PLAINTEXT * TLS13_RECORD_OVERHEAD;
 	p->needed_end = e->tcp_seq + (uint32_t)(upto + overhead);
 	p->ts_ns = e->hdr.ts_ns;
+	p->gap_before = s->gap_pending;
+	s->gap_pending = 0;
 	p->next = NULL;
 	memcpy(&p->e, e, sizeof(*e) + e->len);
 	if (s->tail)
@@ -357,6 +380,7 @@ void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 		e->hdr.ts_ns = ts;
 		e->hdr.type = EVENT_DATA;
 		e->conn = r->conn;
+		s->reader_offset += p->gap_before;
 		e->offset = s->reader_offset;
 		s->reader_offset += e->len;
 		e->fd = r->fd;

@@ -196,5 +196,35 @@ int main(void)
 	peer_feed__stats(pf, &st);
 	CHECK_INT(st.retimed, 2);
 	peer_feed__free(pf);
+
+	/* A writer's event lost to drops (its offsets jump): the reader's stream jumps too, a gap
+	 * its decoder sees, instead of the next bytes taken for the lost ones. */
+	pf = peer_feed__new(false);
+	memset(&g, 0, sizeof(g));
+	w = write_ev(100, 7000, 0, "abc", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	w = write_ev(200, 7000 + 3 + 22 + 4 + 22, 7, "xyz", 127); /* "LOST" at 3..6 dropped */
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(300, 7000 + 3 + 22 + 4 + 22 + 3 + 22, 127);
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 2);
+	CHECK_INT(g.offset[0], 0);
+	CHECK_INT(g.offset[1], 7);
+	CHECK_INT(g.first[1], 'x');
+	/* A gap before a Write that then expires unread: the stream moves past both. */
+	w = write_ev(400, 7100, 20, "gone", 127); /* 10..19 dropped */
+	peer_feed__written(pf, w);
+	free(w);
+	CHECK_INT(peer_feed__expire(pf, 400 + PEER_FEED_MAX_AGE_NS + 1), 1);
+	w = write_ev(PEER_FEED_MAX_AGE_NS + 500, 7200, 24, "last", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(PEER_FEED_MAX_AGE_NS + 600, 7200 + 4 + 22, 127);
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 3);
+	CHECK_INT(g.offset[2], 24);
+	peer_feed__free(pf);
 	return check_summary("peerfeed");
 }
