@@ -259,6 +259,7 @@ static void probe_bind_call(struct targets *ts, struct target *t, const char *pa
 
 static int attach_target(struct targets *ts, struct target *t)
 {
+	uint64_t start = util__monotonic_ns();
 	char path[64], why[512];
 	int err;
 
@@ -287,6 +288,7 @@ static int attach_target(struct targets *ts, struct target *t)
 	/* Opening validated every pclntab entry: give those pages back before the next target, so
 	 * the peak holds one binary's, and citations later fault in only what they read. */
 	go_binary__release(t->gb);
+	t->attach_ns = util__monotonic_ns() - start;
 	t->attached = true;
 	if (ts->on.attached)
 		ts->on.attached(ts->on.ctx, t);

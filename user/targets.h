@@ -40,6 +40,7 @@ struct target {
 	const char *call_probe;
 	struct bpf_link *queue_link; /* on targets__queue_probe, when the binary has it */
 	bool attached;
+	uint64_t attach_ns;	/* reading the binary and placing its probes took this long */
 	bool reads_via_syscall; /* no TLS Read probes: its reads come from its peers (peerfeed.h) */
 	bool given;		/* the pid came from --*-pid: its replacement must match exactly */
 	uint64_t cmdline_hash;	/* of /proc/PID/cmdline when attached: a restart runs the same */
