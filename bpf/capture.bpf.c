@@ -32,6 +32,16 @@ const volatile bool capture_syscalls = true;
  * interrupt-work item in the traced thread and a context switch in the tracer; the reader polls
  * every few milliseconds anyway, and every event carries its own kernel timestamp. */
 const volatile __u64 wake_bytes = 0;
+/* Count each program's runs, records and bytes per process in probe_hits (measurement: off by
+ * default, it costs a hash update per run). */
+const volatile bool count_probe_hits = false;
+/* BINDTRACE_READ_RET_ONLY=1 (measurement, not the default): (*Conn).Read is probed at its RETs
+ * only (one hit per call instead of two), each taking the receiver and buffer from the caller's
+ * spill slots (TLS_RET_COOKIE). Without the entry to mark a new call, a trap taken twice (a
+ * single-step restarted by a signal) cannot be told from a second Read returning the same count
+ * at the same place: a signature of buffer, first bytes and the socket's copied_seq took 835
+ * real Reads of repetitive data (tests/cost/bulk) for repeats, so there is no detection here. */
+const volatile bool read_ret_only = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -51,6 +61,7 @@ struct conn_key {
 struct conn_state {
 	__u64 offset[2];      /* per enum data_dir */
 	__u64 last_write_sig; /* of the last TLS Write; cleared by its write(2) */
+	__u64 sk;	      /* the struct sock, for its TCP sequence numbers */
 	__u32 flags;
 	__u16 family;
 	__u16 lport;
@@ -139,6 +150,61 @@ static __always_inline bool is_target(__u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
+static __always_inline bool reads_via_syscall(__u32 tgid)
+{
+	__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
+
+	return v && (*v & TARGET_READS_VIA_SYSCALL);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct probe_hit_key);
+	__type(value, struct probe_hit_stats);
+} probe_hits SEC(".maps");
+
+static __always_inline struct probe_hit_stats *probe_stats(__u32 tgid, __u32 probe)
+{
+	struct probe_hit_key key = { .tgid = tgid, .probe = probe };
+	struct probe_hit_stats zero = {}, *v;
+
+	v = bpf_map_lookup_elem(&probe_hits, &key);
+	if (v)
+		return v;
+	bpf_map_update_elem(&probe_hits, &key, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&probe_hits, &key);
+}
+
+/* One run of program `probe` in tgid (0 for a process that is not a target). Global functions,
+ * verified once on their own: inlined in every program they multiplied the verifier's states
+ * (loading took seconds instead of milliseconds). */
+__noinline int count_hit(__u32 tgid, __u32 probe)
+{
+	struct probe_hit_stats *v;
+
+	if (!count_probe_hits)
+		return 0;
+	v = probe_stats(tgid, probe);
+	if (v)
+		__sync_fetch_and_add(&v->hits, 1);
+	return 0;
+}
+
+__noinline int count_emitted(__u32 tgid, __u32 probe, __u64 events, __u64 bytes)
+{
+	struct probe_hit_stats *v;
+
+	if (!count_probe_hits || !events)
+		return 0;
+	v = probe_stats(tgid, probe);
+	if (v) {
+		__sync_fetch_and_add(&v->events, events);
+		__sync_fetch_and_add(&v->bytes, bytes);
+	}
+	return 0;
+}
+
 /* The TCP socket behind fd in the current process: its inode, and its addresses on first use. */
 static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *ino_out)
 {
@@ -185,10 +251,24 @@ static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *
 	} else {
 		return NULL;
 	}
+	fresh.sk = (__u64)sk;
 	fresh.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
 	fresh.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	bpf_map_update_elem(&conns, &key, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&conns, &key);
+}
+
+/* The header every record starts with: the current thread, CPU, time and comm. */
+static __always_inline void fill_header(struct event_header *h, __u32 type)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	h->type = type;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->cpu = bpf_get_smp_processor_id();
+	h->ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
 struct emit_ctx {
@@ -196,6 +276,7 @@ struct emit_ctx {
 	__u64 src;
 	__u64 total;
 	__u64 base_offset;
+	__u64 events, bytes; /* what went into the ring buffer */
 };
 
 /* One chunk per iteration, computed from the index alone: the callback keeps no state, so the
@@ -218,15 +299,19 @@ static long emit_chunk(__u32 index, struct emit_ctx *c)
 	e->len = len;
 	if (len > MAX_CHUNK) /* for the verifier: len is already bounded */
 		len = MAX_CHUNK;
-	if (bpf_ringbuf_output(&events, e, sizeof(*e) + len, ringbuf_flags()))
+	if (bpf_ringbuf_output(&events, e, sizeof(*e) + len, ringbuf_flags())) {
 		count(COUNTER_RINGBUF_DROPS, 1);
+	} else {
+		c->events++;
+		c->bytes += sizeof(*e) + len;
+	}
 	return 0;
 }
 
 /* Copy `total` bytes at user address src into as many events as needed. The stream offset moves
  * by `total` whatever happens, so a dropped or truncated chunk shows up as a gap. */
 static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 dir, __u8 source,
-				 __u64 src, __u64 total)
+				 __u64 src, __u64 total, __u32 probe)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 zero = 0;
@@ -239,16 +324,22 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 	e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
 		return;
-	e->hdr.type = EVENT_DATA;
-	e->hdr.pid = id >> 32;
-	e->hdr.tid = (__u32)id;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	fill_header(&e->hdr, EVENT_DATA);
 	e->conn = ino;
 	e->fd = fd;
 	e->dir = dir;
 	e->source = source;
+	e->flags = 0;
+	e->tcp_seq = 0;
+	if (dir == DIR_OUT && st->sk) {
+		struct tcp_sock *tp = (struct tcp_sock *)st->sk;
+
+		/* A TLS Write is seen before its write(2)s, a plaintext one after its write(2). */
+		e->tcp_seq = BPF_CORE_READ(tp, write_seq);
+		if (source == SOURCE_SYSCALL)
+			e->tcp_seq -= (__u32)total;
+		e->flags = DATA_HAS_TCP_SEQ;
+	}
 	e->family = st->family;
 	e->lport = st->lport;
 	e->rport = st->rport;
@@ -263,6 +354,7 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 	}
 	c.e = e;
 	bpf_loop(MAX_CHUNKS_PER_CALL, emit_chunk, &c, 0);
+	count_emitted(id >> 32, probe, c.events, c.bytes);
 }
 
 /* From a *tls.Conn to its socket. tls.Conn.conn (offset 0) is a net.Conn interface {itab, data}.
@@ -461,6 +553,14 @@ static __always_inline bool uprobe_wanted(__u32 tgid)
 	return uprobe_any_pid || is_target(tgid);
 }
 
+/* An entry probe on the stack check's branch that is about to go to morestack: the function
+ * starts again after it, and that hit is the one to take. */
+static __always_inline bool branch_to_morestack(struct pt_regs *ctx)
+{
+	return (bpf_get_attach_cookie(ctx) & PROBE_COOKIE_AT_BRANCH) &&
+	       (ctx->flags & X86_FLAGS_JBE_TAKEN);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(tls_write)
 {
@@ -472,6 +572,9 @@ int BPF_KPROBE(tls_write)
 	__u64 sig;
 
 	if (!uprobe_wanted(tgid))
+		return 0;
+	count_hit(tgid, PROBE_TLS_WRITE);
+	if (branch_to_morestack(ctx))
 		return 0;
 	fd = go_conn_fd(ctx->ax, tgid, &st, &ino);
 	if (fd < 0 || !st) {
@@ -485,7 +588,7 @@ int BPF_KPROBE(tls_write)
 	}
 	st->last_write_sig = sig;
 	st->flags |= CONN_TLS;
-	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, ctx->bx, ctx->cx);
+	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, ctx->bx, ctx->cx, PROBE_TLS_WRITE);
 	return 0;
 }
 
@@ -499,6 +602,9 @@ int BPF_KPROBE(tls_read_entry)
 	int fd;
 
 	if (!uprobe_wanted(tgid))
+		return 0;
+	count_hit(tgid, PROBE_TLS_READ_ENTRY);
+	if (branch_to_morestack(ctx))
 		return 0;
 	/* This goroutine's next RET is a new one (same key layout as last_read_ret's). */
 	bpf_map_delete_elem(&last_read_ret, &key);
@@ -536,7 +642,7 @@ static __always_inline int read_ret_from_spills(struct pt_regs *ctx, __u32 tgid,
 	if (fd < 0 || !st)
 		return -1;
 	st->flags |= CONN_TLS;
-	emit(st, ino, fd, DIR_IN, SOURCE_TLS, buf, (__u64)n);
+	emit(st, ino, fd, DIR_IN, SOURCE_TLS, buf, (__u64)n, PROBE_TLS_READ_RET);
 	return 0;
 }
 
@@ -553,6 +659,15 @@ int BPF_KPROBE(tls_read_ret)
 
 	if (!uprobe_wanted(tgid))
 		return 0;
+	count_hit(tgid, PROBE_TLS_READ_RET);
+	/* Without spill slots in the cookie the entry is probed too (tls_attachment__attach). */
+	if (read_ret_only && (bpf_get_attach_cookie(ctx) >> 24 & 1)) {
+		if (n > 0 && read_ret_from_spills(ctx, tgid, n) == 0)
+			return 0;
+		if (n > 0)
+			count(COUNTER_READ_UNMATCHED, 1);
+		return 0;
+	}
 	prev = bpf_map_lookup_elem(&last_read_ret, &key);
 	if (prev && prev->sp == sig.sp && prev->ip == sig.ip && prev->n == sig.n) {
 		count(COUNTER_DUPLICATE_HITS, 1);
@@ -569,9 +684,37 @@ int BPF_KPROBE(tls_read_ret)
 	ck.ino = pr->ino;
 	st = bpf_map_lookup_elem(&conns, &ck);
 	if (st && n > 0 && (__u64)n <= pr->cap)
-		emit(st, pr->ino, pr->fd, DIR_IN, SOURCE_TLS, pr->buf, (__u64)n);
+		emit(st, pr->ino, pr->fd, DIR_IN, SOURCE_TLS, pr->buf, (__u64)n,
+		     PROBE_TLS_READ_RET);
 	bpf_map_delete_elem(&tls_reads, &key);
 	return 0;
+}
+
+static __always_inline void emit_sock_read(struct conn_state *st, __u64 ino, int fd, __s64 ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sock_read_event *e;
+	struct tcp_sock *tp;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(COUNTER_RINGBUF_DROPS, 1);
+		return;
+	}
+	fill_header(&e->hdr, EVENT_SOCK_READ);
+	e->conn = ino;
+	tp = (struct tcp_sock *)st->sk;
+	e->seq_end = BPF_CORE_READ(tp, copied_seq);
+	e->fd = fd;
+	e->family = st->family;
+	e->lport = st->lport;
+	e->rport = st->rport;
+	e->pad = 0;
+	__builtin_memcpy(e->laddr, st->laddr, sizeof(e->laddr));
+	__builtin_memcpy(e->raddr, st->raddr, sizeof(e->raddr));
+	e->len = (__u32)ret;
+	bpf_ringbuf_submit(e, ringbuf_flags());
+	count_emitted(id >> 32, PROBE_SYS_EXIT, 1, sizeof(*e));
 }
 
 /* Plain TCP through syscalls: remember (fd, buf) at entry, copy what the kernel moved at exit. */
@@ -581,9 +724,11 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
 	__u32 tid = (__u32)id;
 	struct pending_read pr = { .buf = buf, .fd = (__s32)fd };
 	struct conn_state *st;
+	bool target = is_target(id >> 32);
 
+	count_hit(target ? id >> 32 : 0, PROBE_SYS_ENTER);
 	/* Writes are looked at even without syscall capture: they mark the end of a TLS Write. */
-	if (!is_target(id >> 32) && !(is_write && uprobe_any_pid))
+	if (!target && !(is_write && uprobe_any_pid))
 		return 0;
 	if (!is_write && !capture_syscalls)
 		return 0;
@@ -592,6 +737,13 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
 		return 0;
 	if (is_write)
 		st->last_write_sig = 0; /* the ciphertext of the last Write: the next one is new */
+	/* Its TLS Reads are not probed: every socket read is timed by its sequence numbers (all
+	 * of such a process's TCP is taken as TLS, as on a control plane). */
+	if (!is_write && reads_via_syscall(id >> 32)) {
+		pr.cap = 1; /* marks a timed read */
+		bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
+		return 0;
+	}
 	if (!capture_syscalls || (st->flags & CONN_TLS))
 		return 0;
 	bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
@@ -617,11 +769,19 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 	struct pending_read *pr;
 	struct conn_state *st;
 
+	if (count_probe_hits)
+		count_hit(is_target(id >> 32) ? id >> 32 : 0, PROBE_SYS_EXIT);
 	pr = bpf_map_lookup_elem(&sys_calls, &tid);
 	if (!pr)
 		return 0;
 	ck.ino = pr->ino;
 	st = bpf_map_lookup_elem(&conns, &ck);
+	if (pr->cap == 1 && dir == DIR_IN) {
+		if (st && ret > 0 && st->sk)
+			emit_sock_read(st, pr->ino, pr->fd, ret);
+		bpf_map_delete_elem(&sys_calls, &tid);
+		return 0;
+	}
 	/* The TLS probes may have claimed the socket during the call (a handshake read). A socket
 	 * whose first bytes are a TLS record is TLS too, seen before any Read or Write of it
 	 * (a server's handshake, or a connection older than the tracer): its ciphertext is not
@@ -630,7 +790,8 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 		if (st->offset[dir & 1] == 0 && looks_like_tls(pr->buf))
 			st->flags |= CONN_TLS;
 		else
-			emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret);
+			emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret,
+			     PROBE_SYS_EXIT);
 	}
 	bpf_map_delete_elem(&sys_calls, &tid);
 	return 0;
@@ -729,15 +890,13 @@ int BPF_KPROBE(go_call)
 
 	if (!is_target(id >> 32))
 		return 0;
+	count_hit(id >> 32, PROBE_GO_CALL);
+	if (branch_to_morestack(ctx))
+		return 0;
 	e = bpf_map_lookup_elem(&call_scratch, &zero);
 	if (!e)
 		return 0;
-	e->hdr.type = EVENT_CALL;
-	e->hdr.pid = id >> 32;
-	e->hdr.tid = (__u32)id;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	fill_header(&e->hdr, EVENT_CALL);
 	e->goroutine = ctx->r14;
 	e->cookie = cookie;
 	n = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
@@ -760,6 +919,8 @@ int BPF_KPROBE(go_call)
 	}
 	if (bpf_ringbuf_output(&events, e, sizeof(*e), ringbuf_flags()))
 		count(COUNTER_RINGBUF_DROPS, 1);
+	else
+		count_emitted(id >> 32, PROBE_GO_CALL, 1, sizeof(*e));
 	return 0;
 }
 
@@ -792,6 +953,7 @@ static __always_inline int fsync_enter(struct trace_event_raw_sys_enter *ctx, __
 
 	if (!bpf_map_lookup_elem(&fsync_targets, &tgid))
 		return 0;
+	count_hit(tgid, PROBE_FSYNC);
 	in.start_ns = bpf_ktime_get_ns();
 	in.fd = (__s32)ctx->args[0];
 	in.datasync = datasync;
@@ -815,18 +977,14 @@ static __always_inline int fsync_exit(struct trace_event_raw_sys_exit *ctx)
 		bpf_map_delete_elem(&fsync_inflight, &tid);
 		return 0;
 	}
-	e->hdr.type = EVENT_FSYNC;
-	e->hdr.pid = id >> 32;
-	e->hdr.tid = tid;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	fill_header(&e->hdr, EVENT_FSYNC);
 	e->start_ns = in->start_ns;
 	e->fd = in->fd;
 	e->datasync = in->datasync;
 	e->ret = ctx->ret;
 	bpf_map_delete_elem(&fsync_inflight, &tid);
 	bpf_ringbuf_submit(e, ringbuf_flags());
+	count_emitted(id >> 32, PROBE_FSYNC, 1, sizeof(*e));
 	return 0;
 }
 

@@ -15,7 +15,15 @@ enum event_type {
 	EVENT_FSYNC = 1,
 	EVENT_DATA = 2,
 	EVENT_CALL = 3,
+	EVENT_SOCK_READ = 4,
 };
+
+/* Value bits of the BPF targets map. */
+#define TARGET_TRACED 1
+/* Its crypto/tls Reads are not probed: its peers' Writes give the plaintext, and each read(2)
+ * of a TLS socket is reported (sock_read_event) with the TCP sequence number it reached, to time
+ * when the bytes came out. */
+#define TARGET_READS_VIA_SYSCALL 2
 
 enum data_dir {
 	DIR_OUT = 0, /* written by the traced process */
@@ -35,6 +43,30 @@ enum capture_counter {
 	COUNTER_READ_UNMATCHED, /* a Read return without its entry (started mid-call) */
 	COUNTER_DUPLICATE_HITS, /* a uprobe hit twice for one call (signal during single-step) */
 	COUNTER_MAX,
+};
+
+/* Which capture program ran, for the per-process hit counts (probe_hits map). */
+enum probe_id {
+	PROBE_TLS_WRITE,      /* crypto/tls.(*Conn).Write entry */
+	PROBE_TLS_READ_ENTRY, /* (*Conn).Read entry */
+	PROBE_TLS_READ_RET,   /* a RET of (*Conn).Read */
+	PROBE_GO_CALL,	      /* the scheduler's bind call */
+	PROBE_SYS_ENTER,      /* read/write/sendto/recvfrom entry tracepoints */
+	PROBE_SYS_EXIT,	      /* ... and their exits */
+	PROBE_FSYNC,	      /* fsync/fdatasync entry and exit */
+	PROBE_MAX,
+};
+
+/* Key of the probe_hits map: a tgid (0: processes that are not targets) and a probe_id. */
+struct probe_hit_key {
+	__u32 tgid;
+	__u32 probe;
+};
+
+struct probe_hit_stats {
+	__u64 hits;   /* times the program ran for this process */
+	__u64 events; /* ring buffer records it emitted */
+	__u64 bytes;  /* ring buffer bytes (records with their headers) */
 };
 
 struct event_header {
@@ -59,6 +91,15 @@ struct fsync_event {
  * the receiver, b.ptr and b.len (bytes, each < 256), and a bit saying they were established. */
 #define TLS_RET_COOKIE(conn, buf, len)                                                             \
 	((1ull << 24) | ((__u64)(len) << 16) | ((__u64)(buf) << 8) | (__u64)(conn))
+
+/* Cookie bit of an entry probe placed on the conditional branch of Go's stack check (`cmp rsp,
+ * [r14+16]; jbe morestack`) rather than on the function's first instruction: the kernel emulates
+ * a branch instead of single-stepping it out of line, so a hit costs a fraction. The registers
+ * are still the entry's; the flags say whether the branch goes to morestack, in which case the
+ * function is entered again once the stack has grown, and this hit is skipped. */
+#define PROBE_COOKIE_AT_BRANCH (1ull << 40)
+/* x86 EFLAGS: jbe is taken when CF or ZF is set. */
+#define X86_FLAGS_JBE_TAKEN 0x41
 
 #define MAX_STACK_FRAMES 48
 #define CALL_NAME_LEN 128
@@ -99,7 +140,30 @@ struct data_event {
 	__u16 rport;
 	__u8 laddr[16]; /* IPv4 in the first 4 bytes */
 	__u8 raddr[16];
+	/* Writes (DIR_OUT): the TCP sequence number of the first byte on the wire (a TLS Write's:
+	 * the socket's write_seq when the Write began; a write(2)'s: write_seq after it minus its
+	 * length); valid when DATA_HAS_TCP_SEQ is in flags. */
+	__u32 tcp_seq;
+	__u32 flags;
 	__u8 data[];
+};
+
+#define DATA_HAS_TCP_SEQ 1
+
+/* A read(2)/recvfrom(2) of a TLS socket by a TARGET_READS_VIA_SYSCALL process: it returned len
+ * ciphertext bytes, ending at TCP sequence number seq_end (the socket's copied_seq after it). */
+struct sock_read_event {
+	struct event_header hdr; /* ts_ns = when the read returned */
+	__u64 conn;
+	__u32 seq_end;
+	__u32 len;
+	__s32 fd;
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u16 pad;
+	__u8 laddr[16];
+	__u8 raddr[16];
 };
 
 #endif

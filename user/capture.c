@@ -24,6 +24,11 @@
 #define MAX_PIDS 64
 #define MAX_EXES 8
 
+/* capture copies every byte (the bind tracer keeps only what a bind needs, 4 MiB): two TLS
+ * connections moving 2.4 MB each way at loopback speed (tests/cost/bulk) put 19 MB in the ring
+ * within 0.15-0.6 s, faster than --json reaches a file; with 4 MiB most runs lost data. */
+#define CAPTURE_RINGBUF_DEFAULT (64ul << 20)
+
 struct capture_options {
 	pid_t pids[MAX_PIDS];
 	int n_pids;
@@ -81,7 +86,9 @@ static const struct argp_option capture_argp_options[] = {
 	{ "no-tls", OPT_NO_TLS, NULL, 0,
 	  "Only plaintext TCP from syscalls (for programs without Go crypto/tls)", 0 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
-	  "Ring buffer size, a power of two >= 4096 (default 4194304)", 0 },
+	  "Ring buffer size, a power of two >= 4096 (default 67108864: a burst of a few tens "
+	  "of MB at loopback speed waits there while the output catches up)",
+	  0 },
 	{ "max-print", OPT_MAX_PRINT, "BYTES", 0,
 	  "Human output: show at most BYTES of each event, 0 for all (default 512)", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's messages", 0 },
@@ -490,7 +497,7 @@ int cmd_capture(int argc, char **argv)
 	static const struct argp argp = {
 		capture_argp_options, parse_capture_opt, NULL, capture_doc, NULL, NULL, NULL
 	};
-	struct capture_options opt = { .ringbuf_bytes = 4 * 1024 * 1024, .max_print = 512 };
+	struct capture_options opt = { .ringbuf_bytes = CAPTURE_RINGBUF_DEFAULT, .max_print = 512 };
 	struct capture_state st = { .opt = &opt };
 	struct session_handlers handlers = { .data = on_data,
 					     .fsync = on_fsync,
@@ -522,8 +529,10 @@ int cmd_capture(int argc, char **argv)
 	deadline = opt.duration_s ? util__monotonic_ns() + opt.duration_s * 1000000000ull : 0;
 	err = session__run(st.session, &handlers, deadline);
 	fflush(stdout);
-	if (!err)
+	if (!err) {
 		print_stats(&st);
+		session__print_probe_hits(st.session, stderr);
+	}
 cleanup:
 	for (i = 0; i < st.n_atts; i++)
 		tls_attachment__detach(&st.atts[i]);

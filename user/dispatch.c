@@ -11,6 +11,7 @@
 #include "dispatch.h"
 #include "events.h"
 #include "goelf.h"
+#include "peerfeed.h"
 #include "session.h"
 #include "sockets.h"
 #include "streams.h"
@@ -57,6 +58,7 @@ struct dispatch {
 	struct streams known; /* per (pid, conn): a known_peer, until its connection shows up */
 	struct queue fsyncs, calls, peers;
 	struct dispatch_stats stats;
+	struct peer_feed *peer_feed; /* the reads of processes whose Reads are not probed */
 };
 
 static void *queue__push(struct queue *q)
@@ -100,6 +102,7 @@ void dispatch__free(struct dispatch *d)
 	free(d->fsyncs.items);
 	free(d->calls.items);
 	free(d->peers.items);
+	peer_feed__free(d->peer_feed);
 	free(d);
 }
 
@@ -113,7 +116,8 @@ struct dispatch *dispatch__new(const struct dispatch_deps *deps)
 	d->fsyncs.size = sizeof(struct queued_fsync);
 	d->calls.size = sizeof(struct call_event);
 	d->peers.size = sizeof(struct queued_peer);
-	if (!streams__init(&d->conns, MAX_CONNS) && !streams__init(&d->known, 1024))
+	d->peer_feed = peer_feed__new(targets__reads_compare());
+	if (d->peer_feed && !streams__init(&d->conns, MAX_CONNS) && !streams__init(&d->known, 1024))
 		return d;
 	dispatch__free(d);
 	errno = ENOMEM;
@@ -240,7 +244,9 @@ static struct dispatch_conn *conn_of(struct dispatch *d, const struct target *t,
 	return cc;
 }
 
-static void on_data(void *ctx, const struct data_event *e)
+/* A data event of a traced process (a Write, a probed Read, or a read released by the peer
+ * feed): recorded and decoded. */
+static void deliver(void *ctx, const struct data_event *e)
 {
 	struct dispatch *d = ctx;
 	struct target *t = targets__of(d->deps.targets, (pid_t)e->hdr.pid);
@@ -248,6 +254,39 @@ static void on_data(void *ctx, const struct data_event *e)
 
 	if (cc)
 		dispatch__data(d, cc, e);
+}
+
+/* A Write is queued for the peer feed only when its reader can be one that reads through it: the
+ * apiserver's Writes (to the scheduler and etcd), the others' only when the apiserver reads that
+ * way. Otherwise each local connection would keep up to 4 MiB of Writes nobody releases. */
+static void peer_feed_written(struct dispatch *d, const struct data_event *e)
+{
+	struct target *w = targets__of(d->deps.targets, (pid_t)e->hdr.pid);
+
+	if (!w)
+		return;
+	if (w->role != ROLE_APISERVER && !targets__apiserver_reads_via_syscall(d->deps.targets))
+		return;
+	peer_feed__written(d->peer_feed, e);
+}
+
+static void on_data(void *ctx, const struct data_event *e)
+{
+	struct dispatch *d = ctx;
+
+	deliver(d, e);
+	if (e->dir == DIR_OUT)
+		peer_feed_written(d, e);
+	else
+		peer_feed__probed_read(d->peer_feed, e);
+}
+
+/* A read(2) of a process whose Reads are not probed: the Writes it reached, as its reads. */
+static void on_sock_read(void *ctx, const struct sock_read_event *e)
+{
+	struct dispatch *d = ctx;
+
+	peer_feed__read(d->peer_feed, e, deliver, d);
 }
 
 static void run_fsync(struct dispatch *d, const struct actor *who, const struct fsync_event *e);
@@ -293,6 +332,7 @@ void dispatch__handlers(struct dispatch *d, struct session_handlers *h)
 	h->data = on_data;
 	h->fsync = on_fsync;
 	h->call = on_call;
+	h->sock_read = on_sock_read;
 	h->ctx = d;
 }
 
@@ -502,6 +542,16 @@ void dispatch__relabel(struct dispatch *d, pid_t pid, enum process_role role, co
 			util__copy(cc->who.comm, sizeof(cc->who.comm), comm);
 		}
 	}
+}
+
+void dispatch__expire(struct dispatch *d, uint64_t now_ns)
+{
+	peer_feed__expire(d->peer_feed, now_ns);
+}
+
+void dispatch__print_peer_feed(const struct dispatch *d, FILE *out)
+{
+	peer_feed__print(d->peer_feed, out);
 }
 
 void dispatch__stats(const struct dispatch *d, struct dispatch_stats *stats)

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "correlate.h"
@@ -87,5 +88,14 @@ void dispatch__sweep(struct dispatch *d, uint64_t now_ns);
 /* pid's connections belong to another role now (a watcher was the restarted scheduler). */
 void dispatch__relabel(struct dispatch *d, pid_t pid, enum process_role role, const char *comm);
 void dispatch__stats(const struct dispatch *d, struct dispatch_stats *stats);
+
+/* The reads of processes whose TLS Reads are not probed (TARGET_READS_VIA_SYSCALL) come from
+ * their traced peers' Writes, released by their read(2)s (peerfeed.h): the data handler queues
+ * the Writes, the sock_read handler releases them as the reader's data events.
+ * dispatch__expire: Writes left unread for PEER_FEED_MAX_AGE_NS dropped (a gap for the reader);
+ * called on the tracer's clock. dispatch__print_peer_feed: its counts, one line (when any read
+ * went that way). */
+void dispatch__expire(struct dispatch *d, uint64_t now_ns);
+void dispatch__print_peer_feed(const struct dispatch *d, FILE *out);
 
 #endif

@@ -1,14 +1,63 @@
-/* Closing exited processes' uprobes off the event loop: see link_reaper.h. */
+/* Closing links in parallel, and exited processes' uprobes off the event loop: see
+ * link_reaper.h. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
 #include "link_reaper.h"
 
+struct closing {
+	struct bpf_link *link;
+	int fd;
+};
+
+static void *close_one(void *arg)
+{
+	struct closing *c = arg;
+
+	if (c->link)
+		bpf_link__destroy(c->link);
+	else
+		close(c->fd);
+	return NULL;
+}
+
+void links__close_all(struct bpf_link **links, size_t n, const int *fds, size_t n_fds)
+{
+	size_t total = n + n_fds, i;
+	pthread_t *threads = calloc(total ? total : 1, sizeof(*threads));
+	struct closing *c = calloc(total ? total : 1, sizeof(*c));
+	bool *started = calloc(total ? total : 1, sizeof(*started));
+
+	for (i = 0; i < total; i++) {
+		struct closing one = { i < n ? links[i] : NULL, i < n ? -1 : fds[i - n] };
+
+		if (!one.link && one.fd < 0)
+			continue;
+		if (threads && c && started) {
+			c[i] = one;
+			if (pthread_create(&threads[i], NULL, close_one, &c[i]) == 0) {
+				started[i] = true;
+				continue;
+			}
+		}
+		close_one(&one);
+	}
+	for (i = 0; threads && c && started && i < total; i++)
+		if (started[i])
+			pthread_join(threads[i], NULL);
+	free(threads);
+	free(c);
+	free(started);
+}
+
 struct reap_job {
 	struct bpf_link **links;
 	size_t n;
+	int fds[8];
+	size_t n_fds;
 	struct reap_job *next;
 };
 
@@ -19,13 +68,11 @@ void link_reaper__init(struct link_reaper *r)
 	pthread_cond_init(&r->cond, NULL);
 }
 
-static void close_links(struct bpf_link **links, size_t n)
+static void reap_job__close(struct reap_job *job)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		bpf_link__destroy(links[i]);
-	free(links);
+	links__close_all(job->links, job->n, job->fds, job->n_fds);
+	free(job->links);
+	free(job);
 }
 
 static void *reaper_run(void *arg)
@@ -43,31 +90,38 @@ static void *reaper_run(void *arg)
 		pthread_mutex_unlock(&r->lock);
 		if (!job)
 			return NULL;
-		close_links(job->links, job->n);
-		free(job);
+		reap_job__close(job);
 	}
 }
 
-void link_reaper__add(struct link_reaper *r, struct bpf_link **links, size_t n)
+void link_reaper__add(struct link_reaper *r, struct bpf_link **links, size_t n, const int *fds,
+		      size_t n_fds)
 {
 	struct reap_job *job = calloc(1, sizeof(*job));
 
+	if (!job || n_fds > sizeof(job->fds) / sizeof(job->fds[0])) {
+		links__close_all(links, n, fds, n_fds);
+		free(links);
+		free(job);
+		return;
+	}
+	job->links = links;
+	job->n = n;
+	if (n_fds)
+		memcpy(job->fds, fds, n_fds * sizeof(*fds));
+	job->n_fds = n_fds;
 	pthread_mutex_lock(&r->lock);
-	if (job && !r->started && !r->done)
+	if (!r->started && !r->done)
 		r->started = pthread_create(&r->thread, NULL, reaper_run, r) == 0;
-	if (job && r->started) {
-		job->links = links;
-		job->n = n;
+	if (r->started) {
 		job->next = r->head;
 		r->head = job;
 		pthread_cond_signal(&r->cond);
-		links = NULL;
+		job = NULL;
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (links) {
-		close_links(links, n);
-		free(job);
-	}
+	if (job)
+		reap_job__close(job);
 }
 
 void link_reaper__finish(struct link_reaper *r)

@@ -9,7 +9,9 @@
 #include <bpf/libbpf.h>
 
 #include "capture.skel.h"
+#include "link_reaper.h"
 #include "session.h"
+#include "tlsprobe.h"
 #include "util.h"
 
 struct session {
@@ -55,8 +57,67 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (size >= sizeof(struct call_event) && s->h.call)
 			s->h.call(s->h.ctx, data);
 		break;
+	case EVENT_SOCK_READ:
+		if (size >= sizeof(struct sock_read_event) && s->h.sock_read)
+			s->h.sock_read(s->h.ctx, data);
+		break;
 	}
 	return 0;
+}
+
+static const char *const probe_names[PROBE_MAX] = {
+	[PROBE_TLS_WRITE] = "tls_write",
+	[PROBE_TLS_READ_ENTRY] = "tls_read_entry",
+	[PROBE_TLS_READ_RET] = "tls_read_ret",
+	[PROBE_GO_CALL] = "go_call",
+	[PROBE_SYS_ENTER] = "sys_enter",
+	[PROBE_SYS_EXIT] = "sys_exit",
+	[PROBE_FSYNC] = "fsync",
+};
+
+static void probe_hits__configure(struct capture_bpf *skel)
+{
+	const char *v = getenv("BINDTRACE_PROBE_HITS");
+	const char *r = getenv("BINDTRACE_READ_RET_ONLY");
+
+	/* Not the default: see read_ret_only in capture.bpf.c. */
+	skel->rodata->read_ret_only = r && *r && strcmp(r, "0") != 0;
+
+	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
+}
+
+void session__print_probe_hits(struct session *s, FILE *out)
+{
+	struct capture_bpf *skel = s->skel;
+	struct probe_hit_key key, next, *prev = NULL;
+	struct probe_hit_stats v;
+	int fd = bpf_map__fd(skel->maps.probe_hits);
+
+	if (!skel->rodata->count_probe_hits)
+		return;
+	fprintf(out, "%-8s %-16s %-15s %12s %12s %14s\n", "PID", "COMM", "PROBE", "HITS", "RECORDS",
+		"RB_BYTES");
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		char comm[32] = "(others)", path[64];
+		FILE *f;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v) || key.probe >= PROBE_MAX)
+			continue;
+		if (key.tgid) {
+			snprintf(path, sizeof(path), "/proc/%u/comm", key.tgid);
+			f = fopen(path, "r");
+			if (!f || !fgets(comm, sizeof(comm), f))
+				snprintf(comm, sizeof(comm), "?");
+			comm[strcspn(comm, "\n")] = '\0';
+			if (f)
+				fclose(f);
+		}
+		fprintf(out, "%-8u %-16s %-15s %12llu %12llu %14llu\n", key.tgid, comm,
+			probe_names[key.probe], (unsigned long long)v.hits,
+			(unsigned long long)v.events, (unsigned long long)v.bytes);
+	}
 }
 
 static int attach_tracepoints(struct session *s)
@@ -102,6 +163,8 @@ static int load(struct session *s)
 	s->skel->rodata->wake_bytes = s->opt.ringbuf_bytes / 8;
 	s->skel->rodata->uprobe_any_pid = s->opt.uprobe_any_pid;
 	s->skel->rodata->capture_syscalls = !s->opt.no_syscall_data;
+	probe_hits__configure(s->skel);
+	tls_programs__prepare(s->skel);
 	err = capture_bpf__load(s->skel);
 	if (err)
 		fprintf(stderr, "%s: load BPF programs: %s (see bindtrace --check)\n", s->opt.name,
@@ -145,18 +208,23 @@ struct capture_bpf *session__bpf(struct session *s)
 	return s->skel;
 }
 
-int session__add_target(struct session *s, pid_t pid, bool fsync)
+int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall)
 {
 	__u32 key = (__u32)pid;
-	__u8 one = 1;
+	__u8 one = 1, value = TARGET_TRACED | (reads_via_syscall ? TARGET_READS_VIA_SYSCALL : 0);
 	int err;
 
-	err = bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+	err = bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key), &value, sizeof(value),
 				   BPF_ANY);
 	if (!err && fsync)
 		err = bpf_map__update_elem(s->skel->maps.fsync_targets, &key, sizeof(key), &one,
 					   sizeof(one), BPF_ANY);
 	return err;
+}
+
+int session__add_target(struct session *s, pid_t pid, bool fsync)
+{
+	return session__add_target_flags(s, pid, fsync, false);
 }
 
 void session__remove_target(struct session *s, pid_t pid)
@@ -235,13 +303,10 @@ void session__counters(struct session *s, uint64_t out[COUNTER_MAX])
 
 void session__close(struct session *s)
 {
-	size_t i;
-
 	if (!s)
 		return;
 	ring_buffer__free(s->ring);
-	for (i = 0; i < s->n_tracepoints; i++)
-		bpf_link__destroy(s->tracepoints[i]);
+	links__close_all(s->tracepoints, s->n_tracepoints, NULL, 0);
 	free(s->tracepoints);
 	capture_bpf__destroy(s->skel);
 	free(s);

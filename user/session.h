@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
 
@@ -41,6 +42,7 @@ struct session_handlers {
 	void (*data)(void *ctx, const struct data_event *e); /* e->len bytes follow */
 	void (*fsync)(void *ctx, const struct fsync_event *e);
 	void (*call)(void *ctx, const struct call_event *e);
+	void (*sock_read)(void *ctx, const struct sock_read_event *e);
 	void *ctx;
 	void (*between)(void *between_ctx, uint64_t now_ns);
 	/* SIGHUP, after the read it came in (NULL: SIGHUP keeps its default action). */
@@ -61,6 +63,9 @@ struct capture_bpf *session__bpf(struct session *s);
 
 /* pid's syscalls are captured (and its fsyncs timed, with fsync) from now on. 0 or -errno. */
 int session__add_target(struct session *s, pid_t pid, bool fsync);
+/* The same for a process whose TLS Reads are not probed (TARGET_READS_VIA_SYSCALL: its read(2)s
+ * of TLS sockets come as sock_read events; see peerfeed.h). */
+int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall);
 void session__remove_target(struct session *s, pid_t pid);
 
 /* Reads the ring buffer into the handlers until SIGINT or SIGTERM, session__stop(), or the
@@ -75,7 +80,13 @@ uint64_t session__events(const struct session *s);
 /* The BPF programs' counters (enum capture_counter), summed over CPUs. */
 void session__counters(struct session *s, uint64_t out[COUNTER_MAX]);
 
-/* Detaches the tracepoints and frees everything; NULL is fine. */
+/* With BINDTRACE_PROBE_HITS=1 in the environment (measurement, read when the session opened:
+ * it costs a hash update per program run), every capture program's runs, ring buffer records and
+ * bytes per process, one line each to out; nothing otherwise. */
+void session__print_probe_hits(struct session *s, FILE *out);
+
+/* Detaches the tracepoints (all at once: links__close_all) and frees everything; NULL is
+ * fine. */
 void session__close(struct session *s);
 
 #endif

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "goelf.h"
 #include "gorelease.h"
+#include "peerfeed.h"
 #include "session.h"
 #include "targets.h"
 #include "util.h"
@@ -53,6 +54,45 @@ bool targets__has(const struct targets *ts, enum process_role role)
 		if (ts->t[i].role == role)
 			return true;
 	return false;
+}
+
+bool targets__apiserver_reads_via_syscall(const struct targets *ts)
+{
+	int i;
+
+	for (i = 0; i < ts->n; i++)
+		if (ts->t[i].role == ROLE_APISERVER && ts->t[i].attached &&
+		    ts->t[i].reads_via_syscall)
+			return true;
+	return false;
+}
+
+/* Its reads taken from its traced peers' Writes (peerfeed.h), given the roles traced.
+ * BINDTRACE_READS_VIA_SYSCALL=0 probes every Read as before (for before/after measurements);
+ * =all takes the apiserver's reads from the writers too. */
+static bool target__reads_via_syscall(const struct targets *ts, const struct target *t)
+{
+	const char *env = getenv("BINDTRACE_READS_VIA_SYSCALL");
+
+	if (env && strcmp(env, "0") == 0)
+		return false;
+	/* The apiserver's Reads are still probed unless BINDTRACE_READS_VIA_SYSCALL=all: taken
+	 * from the scheduler's Writes, a Binding whose read(2) record was lost to ring buffer drops
+	 * is released by a later read(2), after its answer, and opened a second timeline for its pod
+	 * (test-faults e, 4 KiB ring: 7 pods). */
+	if (!(env && strcmp(env, "all") == 0) && t->role == ROLE_APISERVER)
+		return false;
+	return peer_feed__reads_via_syscall(t->role, targets__has(ts, ROLE_SCHEDULER),
+					    targets__has(ts, ROLE_APISERVER),
+					    targets__has(ts, ROLE_ETCD), ts->probe_reads);
+}
+
+/* BINDTRACE_READS_VIA_SYSCALL_COMPARE=1 (measurement): the Read probes stay (peer_feed__new). */
+bool targets__reads_compare(void)
+{
+	const char *v = getenv("BINDTRACE_READS_VIA_SYSCALL_COMPARE");
+
+	return v && *v && strcmp(v, "0") != 0;
 }
 
 /* Release and commit as the binary states them (buildinfo, else its -X stamps): never
@@ -182,14 +222,17 @@ static struct bpf_link *attach_call(struct targets *ts, struct target *t, const 
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = (__u64)p->obj_reg | flags);
 	uint64_t entry, end;
+	bool at_branch;
 	int64_t off;
 
 	if (go_binary__func(t->gb, p->func, &entry, &end) ||
 	    go_binary__check_probe(t->gb, p->func, entry))
 		return NULL;
-	off = go_binary__file_offset(t->gb, entry);
+	off = go_entry_probe_offset(t->gb, entry, &at_branch);
 	if (off < 0)
 		return NULL;
+	if (at_branch)
+		uo.bpf_cookie |= PROBE_COOKIE_AT_BRANCH;
 	return bpf_program__attach_uprobe_opts(session__bpf(ts->session)->progs.go_call,
 					       t->proc.pid, path, (size_t)off, &uo);
 }
@@ -216,6 +259,7 @@ static void probe_bind_call(struct targets *ts, struct target *t, const char *pa
 
 static int attach_target(struct targets *ts, struct target *t)
 {
+	uint64_t start = util__monotonic_ns();
 	char path[64], why[512];
 	int err;
 
@@ -223,14 +267,18 @@ static int attach_target(struct targets *ts, struct target *t)
 	err = read_binary(t, path);
 	if (err)
 		return err;
-	err = session__add_target(ts->session, t->proc.pid, t->role == ROLE_ETCD);
+	t->reads_via_syscall = target__reads_via_syscall(ts, t);
+	err = session__add_target_flags(ts->session, t->proc.pid, t->role == ROLE_ETCD,
+					t->reads_via_syscall);
 	if (err) {
 		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n",
 			process_role__name(t->role), t->proc.pid, strerror(-err));
 		return err;
 	}
-	err = tls_attachment__attach_opened(&t->tls, session__bpf(ts->session), t->proc.pid, path,
-					    t->gb, why, sizeof(why));
+	err = tls_attachment__attach_flags(
+	    &t->tls, session__bpf(ts->session), t->proc.pid, path, t->gb,
+	    t->reads_via_syscall && !targets__reads_compare() ? TLS_ATTACH_NO_READS : 0, why,
+	    sizeof(why));
 	if (err) {
 		attach_failed(t, why);
 		return err;
@@ -240,6 +288,7 @@ static int attach_target(struct targets *ts, struct target *t)
 	/* Opening validated every pclntab entry: give those pages back before the next target, so
 	 * the peak holds one binary's, and citations later fault in only what they read. */
 	go_binary__release(t->gb);
+	t->attach_ns = util__monotonic_ns() - start;
 	t->attached = true;
 	if (ts->on.attached)
 		ts->on.attached(ts->on.ctx, t);
@@ -292,26 +341,48 @@ int targets__find(struct targets *ts, enum process_role role, pid_t given)
 	return n;
 }
 
+/* Every probe of t, taken from it: its TLS links and uprobe_multi fds, its bind-call links. The
+ * links go into an array from malloc (NULL when there are none or no memory: then closed here). */
+static struct bpf_link **target__take_links(struct target *t, size_t *n, int *fds, size_t *n_fds)
+{
+	struct bpf_link **links = realloc(t->tls.links, (t->tls.n_links + 2) * sizeof(*links));
+	size_t k;
+
+	*n = *n_fds = 0;
+	if (!links) {
+		bpf_link__destroy(t->call_link);
+		bpf_link__destroy(t->queue_link);
+		t->call_link = t->queue_link = NULL;
+		tls_attachment__detach(&t->tls);
+		return NULL;
+	}
+	*n = t->tls.n_links;
+	if (t->call_link)
+		links[(*n)++] = t->call_link;
+	if (t->queue_link)
+		links[(*n)++] = t->queue_link;
+	for (k = 0; k < t->tls.n_multi; k++)
+		fds[(*n_fds)++] = t->tls.multi_fds[k];
+	t->tls.links = NULL;
+	t->tls.n_links = t->tls.n_multi = t->tls.n_probes = 0;
+	t->call_link = t->queue_link = NULL;
+	return links;
+}
+
 /* Probes of a process that is still running are closed at once: new ones may follow on it. Those
  * of one that exited can see nothing more and go to the reaper. */
 static void detach_target(struct targets *ts, struct target *t)
 {
 	struct process_info now;
-	struct bpf_link **links;
 
-	if ((t->tls.n_links || t->call_link || t->queue_link) &&
-	    discover__process(t->proc.pid, &now) == -ESRCH &&
-	    (links = realloc(t->tls.links, (t->tls.n_links + 2) * sizeof(*links)))) {
-		size_t n = t->tls.n_links;
+	if ((t->tls.n_links || t->tls.n_multi || t->call_link || t->queue_link) &&
+	    discover__process(t->proc.pid, &now) == -ESRCH) {
+		int fds[TLSPROBE_MAX_MULTI];
+		size_t n, n_fds;
+		struct bpf_link **links = target__take_links(t, &n, fds, &n_fds);
 
-		if (t->call_link)
-			links[n++] = t->call_link;
-		if (t->queue_link)
-			links[n++] = t->queue_link;
-		link_reaper__add(&ts->reaper, links, n);
-		t->tls.links = NULL;
-		t->tls.n_links = 0;
-		t->call_link = t->queue_link = NULL;
+		if (links)
+			link_reaper__add(&ts->reaper, links, n, fds, n_fds);
 	}
 	bpf_link__destroy(t->call_link);
 	bpf_link__destroy(t->queue_link);
@@ -477,17 +548,31 @@ int targets__attach_watcher(struct targets *ts, pid_t pid)
 	return err;
 }
 
+/* Every target's probes closed at once (see links__close_all): one at a time, exiting took
+ * seconds. */
 void targets__close(struct targets *ts)
 {
+	struct bpf_link **all = calloc((size_t)ts->n * (TLSPROBE_MAX_RETS + 4) + 1, sizeof(*all));
+	int fds[TARGETS_MAX * TLSPROBE_MAX_MULTI];
+	size_t n_all = 0, n_fds = 0, n, k;
 	int i;
 
 	link_reaper__finish(&ts->reaper);
 	for (i = 0; i < ts->n; i++) {
-		bpf_link__destroy(ts->t[i].call_link);
-		bpf_link__destroy(ts->t[i].queue_link);
-		ts->t[i].call_link = ts->t[i].queue_link = NULL;
-		tls_attachment__detach(&ts->t[i].tls);
-		go_binary__close(ts->t[i].gb);
-		ts->t[i].gb = NULL;
+		struct target *t = &ts->t[i];
+		struct bpf_link **links = target__take_links(t, &n, fds + n_fds, &k);
+
+		n_fds += k;
+		for (k = 0; links && k < n; k++) {
+			if (all && n_all < (size_t)ts->n * (TLSPROBE_MAX_RETS + 4))
+				all[n_all++] = links[k];
+			else
+				bpf_link__destroy(links[k]);
+		}
+		free(links);
+		go_binary__close(t->gb);
+		t->gb = NULL;
 	}
+	links__close_all(all, n_all, fds, n_fds);
+	free(all);
 }

@@ -40,9 +40,11 @@ struct target {
 	const char *call_probe;
 	struct bpf_link *queue_link; /* on targets__queue_probe, when the binary has it */
 	bool attached;
-	bool given;	       /* the pid came from --*-pid: its replacement must match exactly */
-	uint64_t cmdline_hash; /* of /proc/PID/cmdline when attached: a restart runs the same */
-	pid_t failed_pid;      /* a replacement that could not be attached: not retried */
+	uint64_t attach_ns;	/* reading the binary and placing its probes took this long */
+	bool reads_via_syscall; /* no TLS Read probes: its reads come from its peers (peerfeed.h) */
+	bool given;		/* the pid came from --*-pid: its replacement must match exactly */
+	uint64_t cmdline_hash;	/* of /proc/PID/cmdline when attached: a restart runs the same */
+	pid_t failed_pid;	/* a replacement that could not be attached: not retried */
 };
 
 struct targets_listener {
@@ -59,6 +61,7 @@ struct targets {
 	struct session *session;
 	struct link_reaper reaper;
 	struct targets_listener on;
+	bool probe_reads; /* --probe-reads: the apiserver's TLS Reads stay probed */
 };
 
 /* Where a bind is queued for a dispatcher goroutine (SchedulerAsyncAPICalls, 1.34+):
@@ -78,6 +81,12 @@ int targets__find(struct targets *ts, enum process_role role, pid_t given);
 int targets__attach_all(struct targets *ts, struct session *session);
 struct target *targets__of(struct targets *ts, pid_t pid);
 bool targets__has(const struct targets *ts, enum process_role role);
+/* Whether the apiserver reads through the peer feed: then the other roles' Writes are queued for
+ * it (peerfeed.h). */
+bool targets__apiserver_reads_via_syscall(const struct targets *ts);
+/* BINDTRACE_READS_VIA_SYSCALL_COMPARE=1 in the environment (measurement): readers through the
+ * peer feed keep their Read probes, and the feed compares the two (peer_feed__new). */
+bool targets__reads_compare(void);
 /* Traces pid as a watcher (a slot of one that exited is reused). 0 when attached; -ENOSPC when
  * every slot is taken (nothing tried); another negative errno when it is not a Go TLS program or
  * is gone (said only with -v). */

@@ -2,21 +2,44 @@
  * instructions and validates the text base; this file only turns validated
  * sites into links, all or nothing. */
 #include <errno.h>
+#include <linux/bpf.h>
 #include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "capture.skel.h"
 #include "events.h"
 #include "goelf.h"
+#include "link_reaper.h"
 #include "tlsprobe.h"
 #include "util.h"
 #include "x86ret.h"
 
 #define TLS_WRITE "crypto/tls.(*Conn).Write"
 #define TLS_READ "crypto/tls.(*Conn).Read"
+
+int64_t go_entry_probe_offset(struct go_binary *gb, uint64_t entry, bool *at_branch)
+{
+	const char *off = getenv("BINDTRACE_PROBE_AT_ENTRY");
+	uint8_t code[64];
+	uint64_t at;
+	ssize_t n;
+
+	*at_branch = false;
+	if (off && *off && strcmp(off, "0") != 0)
+		return go_binary__file_offset(gb, entry);
+	n = go_binary__read_text(gb, entry, code, sizeof(code));
+	if (n > 0 && x86ret__go_stack_check_branch(code, (size_t)n, &at) == 0) {
+		*at_branch = true;
+		return go_binary__file_offset(gb, entry + at);
+	}
+	return go_binary__file_offset(gb, entry);
+}
 
 static void find_read_spills(struct go_binary *gb, uint64_t entry, struct tls_sites *sites)
 {
@@ -57,6 +80,12 @@ int tls_sites__find_in(struct go_binary *gb, struct tls_sites *sites, char *why,
 		return -EINVAL;
 	}
 	sites->write_offset = (uint64_t)off;
+	off = go_entry_probe_offset(gb, entry, &sites->write_at_branch);
+	if (off < 0) {
+		snprintf(why, why_len, "%s: no file offset for its entry probe", TLS_WRITE);
+		return -EINVAL;
+	}
+	sites->write_probe_offset = (uint64_t)off;
 
 	if (go_binary__func(gb, TLS_READ, &entry, &end)) {
 		snprintf(why, why_len, "no %s in this binary", TLS_READ);
@@ -69,6 +98,12 @@ int tls_sites__find_in(struct go_binary *gb, struct tls_sites *sites, char *why,
 		return -EINVAL;
 	}
 	sites->read_offset = (uint64_t)off;
+	off = go_entry_probe_offset(gb, entry, &sites->read_at_branch);
+	if (off < 0) {
+		snprintf(why, why_len, "%s: no file offset for its entry probe", TLS_READ);
+		return -EINVAL;
+	}
+	sites->read_probe_offset = (uint64_t)off;
 	find_read_spills(gb, entry, sites);
 	n = go_binary__ret_sites(gb, TLS_READ, rets, TLSPROBE_MAX_RETS);
 	if (n <= 0) {
@@ -103,6 +138,98 @@ int tls_sites__find(const char *binary, struct tls_sites *sites, char *why, size
 	return err;
 }
 
+/* uprobe_multi through the raw bpf(2) call: Debian's libbpf 1.1 has no wrapper and its headers
+ * (Linux 6.1) no constant. The attribute is link_create's uprobe_multi member (Linux 6.6+). */
+#define ATTACH_TRACE_UPROBE_MULTI 48
+
+struct link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 multi_flags;
+	__u32 pid;
+	__u32 pad;
+};
+
+static bool uprobe_multi_usable(void)
+{
+	static int known = -1;
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr attr;
+	const char *off = getenv("BINDTRACE_NO_UPROBE_MULTI");
+	int fd;
+
+	if (known >= 0)
+		return known;
+	known = 0;
+	if (off && *off && strcmp(off, "0") != 0)
+		return false;
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_KPROBE;
+	attr.insns = (__u64)(uintptr_t)insns;
+	attr.insn_cnt = 2;
+	attr.license = (__u64)(uintptr_t) "GPL";
+	attr.expected_attach_type = ATTACH_TRACE_UPROBE_MULTI;
+	fd = (int)syscall(__NR_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	if (fd >= 0) {
+		close(fd);
+		known = 1;
+	}
+	return known;
+}
+
+static bool multi_prepared;
+
+bool tls_programs__prepare(struct capture_bpf *skel)
+{
+	multi_prepared = uprobe_multi_usable();
+	if (multi_prepared) {
+		bpf_program__set_expected_attach_type(skel->progs.tls_write,
+						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.tls_read_entry,
+						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.tls_read_ret,
+						      ATTACH_TRACE_UPROBE_MULTI);
+	}
+	return multi_prepared;
+}
+
+static int add_multi(struct tls_attachment *att, struct bpf_program *prog, const uint64_t *offsets,
+		     const uint64_t *cookies, size_t n, char *why, size_t why_len)
+{
+	struct link_create_uprobe_multi a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (__u32)bpf_program__fd(prog);
+	a.attach_type = ATTACH_TRACE_UPROBE_MULTI;
+	a.path = (__u64)(uintptr_t)att->binary;
+	a.offsets = (__u64)(uintptr_t)offsets;
+	a.cookies = (__u64)(uintptr_t)cookies;
+	a.cnt = (__u32)n;
+	a.pid = att->pid > 0 ? (__u32)att->pid : 0;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	if (fd < 0) {
+		int err = -errno;
+
+		snprintf(why, why_len, "uprobe_multi link of %s (%zu probes): %s",
+			 bpf_program__name(prog), n, strerror(errno));
+		return err;
+	}
+	att->multi_fds[att->n_multi++] = fd;
+	att->n_probes += n;
+	return 0;
+}
+
 static int add_link(struct tls_attachment *att, struct bpf_program *prog, uint64_t offset,
 		    uint64_t cookie, char *why, size_t why_len)
 {
@@ -118,12 +245,20 @@ static int add_link(struct tls_attachment *att, struct bpf_program *prog, uint64
 		return err;
 	}
 	att->links[att->n_links++] = link;
+	att->n_probes++;
 	return 0;
 }
 
 int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
 				  const char *binary, struct go_binary *gb, char *why,
 				  size_t why_len)
+{
+	return tls_attachment__attach_flags(att, skel, pid, binary, gb, 0, why, why_len);
+}
+
+int tls_attachment__attach_flags(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
+				 const char *binary, struct go_binary *gb, unsigned flags,
+				 char *why, size_t why_len)
 {
 	uint64_t start = util__monotonic_ns(), ret_cookie = 0;
 	size_t i;
@@ -150,15 +285,38 @@ int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf
 	 * showed its request and lost its response without a word (test-faults e, under load).
 	 * A return probed before its entry sees no entry state and records nothing.
 	 */
-	for (i = 0; !err && i < att->sites.n_read_rets; i++)
-		err = add_link(att, skel->progs.tls_read_ret, att->sites.read_ret_offsets[i],
-			       ret_cookie, why, why_len);
-	if (!err)
-		err = add_link(att, skel->progs.tls_read_entry, att->sites.read_offset, 0, why,
-			       why_len);
-	if (!err)
-		err =
-		    add_link(att, skel->progs.tls_write, att->sites.write_offset, 0, why, why_len);
+	if (multi_prepared) {
+		uint64_t cookie = att->sites.read_at_branch ? PROBE_COOKIE_AT_BRANCH : 0;
+		uint64_t cookies[TLSPROBE_MAX_RETS];
+
+		for (i = 0; i < att->sites.n_read_rets; i++)
+			cookies[i] = ret_cookie;
+		if (!(flags & TLS_ATTACH_NO_READS))
+			err = add_multi(att, skel->progs.tls_read_ret, att->sites.read_ret_offsets,
+					cookies, att->sites.n_read_rets, why, why_len);
+		if (!err && !(flags & TLS_ATTACH_NO_READS) &&
+		    !(skel->rodata->read_ret_only && ret_cookie))
+			err = add_multi(att, skel->progs.tls_read_entry,
+					&att->sites.read_probe_offset, &cookie, 1, why, why_len);
+		cookie = att->sites.write_at_branch ? PROBE_COOKIE_AT_BRANCH : 0;
+		if (!err)
+			err = add_multi(att, skel->progs.tls_write, &att->sites.write_probe_offset,
+					&cookie, 1, why, why_len);
+	} else {
+		for (i = 0; !err && !(flags & TLS_ATTACH_NO_READS) && i < att->sites.n_read_rets;
+		     i++)
+			err = add_link(att, skel->progs.tls_read_ret,
+				       att->sites.read_ret_offsets[i], ret_cookie, why, why_len);
+		if (!err && !(flags & TLS_ATTACH_NO_READS) &&
+		    !(skel->rodata->read_ret_only && ret_cookie))
+			err = add_link(
+			    att, skel->progs.tls_read_entry, att->sites.read_probe_offset,
+			    att->sites.read_at_branch ? PROBE_COOKIE_AT_BRANCH : 0, why, why_len);
+		if (!err)
+			err = add_link(att, skel->progs.tls_write, att->sites.write_probe_offset,
+				       att->sites.write_at_branch ? PROBE_COOKIE_AT_BRANCH : 0, why,
+				       why_len);
+	}
 	if (err) {
 		tls_attachment__detach(att);
 		return err;
@@ -175,11 +333,10 @@ int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel,
 
 void tls_attachment__detach(struct tls_attachment *att)
 {
-	size_t i;
-
-	for (i = 0; i < att->n_links; i++)
-		bpf_link__destroy(att->links[i]);
+	links__close_all(att->links, att->n_links, att->multi_fds, att->n_multi);
 	free(att->links);
 	att->links = NULL;
 	att->n_links = 0;
+	att->n_multi = 0;
+	att->n_probes = 0;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct capture_bpf;
@@ -14,12 +15,18 @@ struct bpf_link;
 struct go_binary;
 
 #define TLSPROBE_MAX_RETS 64
+#define TLSPROBE_MAX_MULTI 3 /* uprobe_multi links: Read RETs, Read entry, Write */
 
 /* Where the probes of one binary go, as file offsets (what uprobes take). */
 struct tls_sites {
 	char go_version[32];
 	uint64_t write_offset;
 	uint64_t read_offset;
+	/* Where the entry probes go: the stack check's branch when the prologue has the usual
+	 * shape (the kernel emulates a branch; the first instruction is single-stepped, several
+	 * times dearer), else the entry itself. */
+	uint64_t write_probe_offset, read_probe_offset;
+	bool write_at_branch, read_at_branch;
 	uint64_t read_ret_offsets[TLSPROBE_MAX_RETS];
 	size_t n_read_rets;
 	/* Where (*Conn).Read's prologue spills its receiver and b.ptr/b.len, as offsets from the
@@ -28,6 +35,19 @@ struct tls_sites {
 	 * its bytes. */
 	int spill_conn, spill_buf, spill_len;
 };
+
+/* For the Go function at entry in gb: the file offset of its entry probe and whether it is the
+ * conditional branch of the stack check (x86ret__go_stack_check_branch; the cookie then carries
+ * PROBE_COOKIE_AT_BRANCH), else the entry's own offset. BINDTRACE_PROBE_AT_ENTRY=1 in the
+ * environment keeps every probe at the entry (for comparison). */
+int64_t go_entry_probe_offset(struct go_binary *gb, uint64_t entry, bool *at_branch);
+
+/* Before the skeleton is loaded: when the kernel has uprobe_multi links (Linux 6.6+; probed once
+ * with a two-instruction program) and BINDTRACE_NO_UPROBE_MULTI is not set, loads the three TLS
+ * programs for them, so that tls_attachment__attach* makes one link per program and binary
+ * (attach and detach cost one link each; single uprobes are removed one at a time, each waiting
+ * for an RCU grace period). Returns whether it did. */
+bool tls_programs__prepare(struct capture_bpf *skel);
 
 /* Finds and validates the probe sites in a Go binary. Returns 0, or a negative errno with a
  * one-line reason in why (nothing must be attached then). */
@@ -41,6 +61,10 @@ struct tls_attachment {
 	struct tls_sites sites;
 	struct bpf_link **links;
 	size_t n_links;
+	/* With uprobe_multi (see tls_programs__prepare): one link per program instead. */
+	int multi_fds[TLSPROBE_MAX_MULTI];
+	size_t n_multi;
+	size_t n_probes;    /* probes placed, whichever the way */
 	uint64_t attach_ns; /* how long finding the sites and attaching took */
 };
 
@@ -53,6 +77,12 @@ int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel,
 int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
 				  const char *binary, struct go_binary *gb, char *why,
 				  size_t why_len);
+/* The same with options: TLS_ATTACH_NO_READS attaches only the Write probe (a process whose
+ * peers' Writes give what it reads, timed by its read(2)s: TARGET_READS_VIA_SYSCALL). */
+#define TLS_ATTACH_NO_READS 1
+int tls_attachment__attach_flags(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
+				 const char *binary, struct go_binary *gb, unsigned flags,
+				 char *why, size_t why_len);
 void tls_attachment__detach(struct tls_attachment *att);
 
 #endif

@@ -245,11 +245,11 @@ static void print_header(struct tracer *tr, uint64_t attach_ns)
 		struct target *t = &tr->targets.t[i];
 		char release[160];
 
-		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes%s%s%s%s)\n",
+		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes in %.1f ms%s%s%s%s)\n",
 			process_role__name(t->role), t->proc.pid, t->proc.exe, t->go_version,
 			target__release_label(t, release, sizeof(release)),
-			t->tls.n_links + !!t->call_link + !!t->queue_link,
-			t->call_probe ? ", bind call: " : "",
+			t->tls.n_probes + !!t->call_link + !!t->queue_link,
+			(double)t->attach_ns / 1e6, t->call_probe ? ", bind call: " : "",
 			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "",
 			t->queue_link ? ", bind queue: " : "",
 			t->queue_link ? strrchr(targets__queue_probe, '/') + 1 : "");
@@ -279,6 +279,7 @@ static void between_reads(void *ctx, uint64_t now)
 		}
 		tr->drops_read_ns = now;
 		correlator__tick(tr->corr, now, false);
+		dispatch__expire(tr->dispatch, now);
 		tr->next_tick = now + TICK_NS;
 	}
 	if (now >= tr->next_restart_check) {
@@ -355,6 +356,8 @@ static void print_totals(struct tracer *tr)
 		(unsigned long long)cstats.pending_evicted,
 		(unsigned long long)cstats.pending_expired, evicted,
 		dstats.conn_table_full ? "; connection table full: some traffic not decoded" : "");
+	session__print_probe_hits(tr->session, stderr);
+	dispatch__print_peer_feed(tr->dispatch, stderr);
 	if (verbose)
 		fprintf(stderr, "bindtrace: %llu connections closed and their decoders freed\n",
 			(unsigned long long)dstats.conns_closed);
@@ -394,6 +397,7 @@ int cmd_trace(int argc, char **argv)
 	util__setup_libbpf_log();
 	on.ctx = tr;
 	targets__init(&tr->targets, &on);
+	tr->targets.probe_reads = tr->opt.probe_reads;
 	/* Output files first: a path that cannot be written fails before anything is attached. */
 	tr->wall_offset_ns = util__wall_offset_ns();
 	tr->outputs = trace_outputs__new(&tr->opt, tr->wall_offset_ns);

@@ -25,6 +25,7 @@ enum {
 	OPT_OTLP_QUEUE,
 	OPT_OUTPUT,
 	OPT_EVIDENCE_MAX,
+	OPT_PROBE_READS,
 };
 
 static const struct argp_option trace_argp_options[] = {
@@ -73,6 +74,11 @@ static const struct argp_option trace_argp_options[] = {
 	  "Ring buffer size, a power of two >= 4096 (default 4194304)", 4 },
 	{ "linger", OPT_LINGER, "MS", 0,
 	  "Wait this long after a bind's response for its watch events (default 500)", 4 },
+	{ "probe-reads", OPT_PROBE_READS, NULL, 0,
+	  "Probe the apiserver's TLS Reads even when its scheduler and etcd are traced (binds "
+	  "from schedulers that are not traced, on other nodes); the default for now, unless "
+	  "BINDTRACE_READS_VIA_SYSCALL=all (README)",
+	  4 },
 	{ NULL, 0, NULL, 0, "Other:", 5 },
 	{ "check", OPT_CHECK, NULL, 0, "Check kernel features and privileges, then exit", 5 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's messages and attach details", 5 },
@@ -205,6 +211,9 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_WATCHERS:
 		opt->watchers = false;
+		break;
+	case OPT_PROBE_READS:
+		opt->probe_reads = true;
 		break;
 	case OPT_LINGER:
 		if (util__parse_ulong(arg, 0, 600000, &opt->linger_ms))

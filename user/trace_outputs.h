@@ -25,6 +25,7 @@ struct trace_options {
 	bool json;
 	bool summary_only;
 	bool watchers;			/* also trace the apiserver's local clients */
+	bool probe_reads;		/* the apiserver's TLS Reads probed (peerfeed.h) */
 	bool quiet;			/* no per-bind printing (metrics or files only) */
 	const char *metrics;		/* --metrics ADDR to serve Prometheus metrics on */
 	const char *output;		/* file the per-bind output goes to instead of stdout */

@@ -223,3 +223,43 @@ int x86ret__go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, 
 	x86_decoder__close(&d);
 	return err;
 }
+
+int x86ret__go_stack_check_branch(const uint8_t *code, size_t len, uint64_t *at)
+{
+	x86_reg compared = X86_REG_RSP;
+	struct x86_decoder d;
+	const cs_x86 *x86;
+	size_t pos = 0;
+	int err = -ENOENT;
+
+	if (x86_decoder__open(&d, true))
+		return -ENOMEM;
+	if (!x86_decoder__next(&d, code, len, 0, pos))
+		goto out;
+	x86 = &d.insn->detail->x86;
+	/* A frame larger than the guard's slack compares rsp-N, computed into r12 first. */
+	if (d.insn->id == X86_INS_LEA && x86->op_count == 2 &&
+	    x86->operands[0].type == X86_OP_REG && x86->operands[0].reg == X86_REG_R12 &&
+	    x86->operands[1].type == X86_OP_MEM && x86->operands[1].mem.base == X86_REG_RSP &&
+	    x86->operands[1].mem.index == X86_REG_INVALID) {
+		compared = X86_REG_R12;
+		pos += d.insn->size;
+		if (!x86_decoder__next(&d, code, len, 0, pos))
+			goto out;
+		x86 = &d.insn->detail->x86;
+	}
+	/* cmp REG, [r14+16]: the goroutine's stack guard. */
+	if (d.insn->id != X86_INS_CMP || x86->op_count != 2 ||
+	    x86->operands[0].type != X86_OP_REG || x86->operands[0].reg != compared ||
+	    x86->operands[1].type != X86_OP_MEM || x86->operands[1].mem.base != X86_REG_R14 ||
+	    x86->operands[1].mem.index != X86_REG_INVALID || x86->operands[1].mem.disp != 16)
+		goto out;
+	pos += d.insn->size;
+	if (!x86_decoder__next(&d, code, len, 0, pos) || d.insn->id != X86_INS_JBE)
+		goto out;
+	*at = pos;
+	err = 0;
+out:
+	x86_decoder__close(&d);
+	return err;
+}

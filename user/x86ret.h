@@ -49,4 +49,11 @@ int x86ret__format(const uint8_t *code, size_t len, uint64_t vaddr, char *text, 
  * set, -ENOENT when the prologue is not of that shape, or -ENOMEM. */
 int x86ret__go_spill_slots(const uint8_t *code, size_t len, int *rax, int *rbx, int *rcx);
 
+/* From the first instructions of a Go function at code: the offset from the entry of the
+ * conditional branch of its stack check (`[lea r12, [rsp-N];] cmp rsp|r12, [r14+16]; jbe`). A
+ * uprobe there sees the entry's registers and costs a fraction of one on the first instruction:
+ * the kernel emulates a branch instead of single-stepping it out of line. Returns 0 with *at
+ * set, -ENOENT for any other prologue, or -ENOMEM. */
+int x86ret__go_stack_check_branch(const uint8_t *code, size_t len, uint64_t *at);
+
 #endif

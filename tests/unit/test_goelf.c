@@ -149,6 +149,38 @@ static void test_spill_slots(void)
 	CHECK_INT(x86ret__go_spill_slots(call, sizeof(call), &rax, &rbx, &rcx), -ENOENT);
 }
 
+static void test_stack_check_branch(void)
+{
+	/* (*Conn).Read and (*Conn).Write entries as Go 1.21-1.26 compile them (kube-apiserver
+	 * v1.33.13): the jbe follows the cmp, after an lea r12 for a large frame. */
+	static const uint8_t read[] = { 0x49, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0x7a,
+					0x03, 0x00, 0x00, 0x55, 0x48, 0x89, 0xe5 };
+	static const uint8_t write[] = { 0x4c, 0x8d, 0x64, 0x24, 0xb8, 0x4d, 0x3b, 0x66,
+					 0x10, 0x0f, 0x86, 0x93, 0x07, 0x00, 0x00, 0x55 };
+	/* A short jbe; then shapes that must be refused: no stack check, the guard at another
+	 * offset, a jb instead of jbe, the lea into another register. */
+	static const uint8_t short_jbe[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x20, 0x55 };
+	static const uint8_t plain[] = { 0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x40 };
+	static const uint8_t disp8[] = { 0x49, 0x3b, 0x66, 0x18, 0x76, 0x20, 0x55 };
+	static const uint8_t jb[] = { 0x49, 0x3b, 0x66, 0x10, 0x72, 0x20, 0x55 };
+	static const uint8_t lea_r13[] = { 0x4c, 0x8d, 0x6c, 0x24, 0xb8, 0x4d,
+					   0x3b, 0x66, 0x10, 0x76, 0x20, 0x55 };
+	uint64_t at = 99;
+
+	CHECK_INT(x86ret__go_stack_check_branch(read, sizeof(read), &at), 0);
+	CHECK_INT(at, 4);
+	CHECK_INT(x86ret__go_stack_check_branch(write, sizeof(write), &at), 0);
+	CHECK_INT(at, 9);
+	CHECK_INT(x86ret__go_stack_check_branch(short_jbe, sizeof(short_jbe), &at), 0);
+	CHECK_INT(at, 4);
+	CHECK_INT(x86ret__go_stack_check_branch(plain, sizeof(plain), &at), -ENOENT);
+	CHECK_INT(x86ret__go_stack_check_branch(disp8, sizeof(disp8), &at), -ENOENT);
+	CHECK_INT(x86ret__go_stack_check_branch(jb, sizeof(jb), &at), -ENOENT);
+	CHECK_INT(x86ret__go_stack_check_branch(lea_r13, sizeof(lea_r13), &at), -ENOENT);
+	/* Cut before the branch is complete. */
+	CHECK_INT(x86ret__go_stack_check_branch(read, 6, &at), -ENOENT);
+}
+
 static uint8_t *read_file(const char *path, size_t *size)
 {
 	struct stat st;
@@ -471,6 +503,7 @@ int main(int argc, char **argv)
 	test_pcvalue();
 	test_x86();
 	test_spill_slots();
+	test_stack_check_branch();
 	if (dir && stat(dir, &st) == 0) {
 		test_fixtures(dir);
 	} else if (dir) {

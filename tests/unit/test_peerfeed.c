@@ -1,0 +1,230 @@
+/* peerfeed: a traced writer's Writes become the reader's reads when its read(2)s reach their last
+ * byte on the wire, in order, with the reader's own stream offsets; a Write dropped unread shows
+ * as a gap; a remote connection whose reader never read queues nothing; which roles read this
+ * way. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "peerfeed.h"
+
+struct got {
+	int n;
+	uint64_t offset[8];
+	uint32_t len[8];
+	uint64_t ts[8];
+	uint32_t pid[8];
+	char first[8];
+};
+
+static void deliver(void *ctx, const struct data_event *e)
+{
+	struct got *g = ctx;
+
+	if (g->n < 8) {
+		g->offset[g->n] = e->offset;
+		g->len[g->n] = e->len;
+		g->ts[g->n] = e->hdr.ts_ns;
+		g->pid[g->n] = e->hdr.pid;
+		g->first[g->n] = (char)e->data[0];
+		CHECK_INT(e->dir, DIR_IN);
+	}
+	g->n++;
+}
+
+/* Writer 127.0.0.1:40000 -> 127.0.0.1:2379 (or from raddr0 for a remote peer). */
+static struct data_event *write_ev(uint64_t ts, uint32_t seq, uint64_t offset, const char *text,
+				   uint8_t raddr0)
+{
+	size_t n = strlen(text);
+	struct data_event *e = calloc(1, sizeof(*e) + n);
+
+	e->hdr.type = EVENT_DATA;
+	e->hdr.pid = 10;
+	e->hdr.ts_ns = ts;
+	e->dir = DIR_OUT;
+	e->source = SOURCE_TLS;
+	e->family = 2;
+	e->lport = 40000;
+	e->rport = 2379;
+	e->laddr[0] = 127;
+	e->laddr[3] = 1;
+	e->raddr[0] = raddr0;
+	e->raddr[3] = 1;
+	e->offset = offset;
+	e->len = (uint32_t)n;
+	e->tcp_seq = seq;
+	e->flags = DATA_HAS_TCP_SEQ;
+	memcpy(e->data, text, n);
+	return e;
+}
+
+static struct sock_read_event read_ev(uint64_t ts, uint32_t seq_end, uint8_t laddr0)
+{
+	struct sock_read_event r = { 0 };
+
+	r.hdr.type = EVENT_SOCK_READ;
+	r.hdr.pid = 20;
+	r.hdr.ts_ns = ts;
+	r.conn = 777;
+	r.seq_end = seq_end;
+	r.family = 2;
+	r.lport = 2379;
+	r.rport = 40000;
+	r.raddr[0] = 127;
+	r.raddr[3] = 1;
+	r.laddr[0] = laddr0;
+	r.laddr[3] = 1;
+	return r;
+}
+
+int main(void)
+{
+	struct peer_feed *pf = peer_feed__new(false);
+	struct peer_feed_stats st;
+	struct sock_read_event r;
+	struct data_event *w;
+	struct got g = { 0 };
+
+	/* Roles: the three read from their peers only when those are traced. */
+	CHECK(peer_feed__reads_via_syscall(ROLE_ETCD, false, true, true, false), "etcd");
+	CHECK(!peer_feed__reads_via_syscall(ROLE_ETCD, true, false, true, false), "etcd alone");
+	CHECK(peer_feed__reads_via_syscall(ROLE_SCHEDULER, true, true, false, false), "sched");
+	CHECK(peer_feed__reads_via_syscall(ROLE_APISERVER, true, true, true, false), "apiserver");
+	CHECK(!peer_feed__reads_via_syscall(ROLE_APISERVER, true, true, true, true),
+	      "--probe-reads keeps the apiserver's Read probes");
+	CHECK(!peer_feed__reads_via_syscall(ROLE_APISERVER, false, true, true, false),
+	      "apiserver without the scheduler traced");
+	CHECK(!peer_feed__reads_via_syscall(ROLE_WATCHER, true, true, true, false), "watcher");
+
+	/* A local connection: the first Write is kept before the reader's first read(2). */
+	w = write_ev(100, 1000, 0, "hello", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	w = write_ev(200, 1000 + 5 + 22, 5, "world!", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	/* A read(2) that has not reached the first Write's last ciphertext byte releases nothing. */
+	r = read_ev(300, 1000 + 26, 127);
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 0);
+	/* One that reached both releases both, in order, timed by it, offsets of the reader. */
+	r = read_ev(400, 1000 + 27 + 6 + 22, 127);
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 2);
+	CHECK_INT(g.offset[0], 0);
+	CHECK_INT(g.len[0], 5);
+	CHECK_INT(g.offset[1], 5);
+	CHECK_INT(g.first[1], 'w');
+	CHECK_INT(g.ts[0], 400);
+	CHECK_INT(g.pid[1], 20);
+
+	/* A Write never read expires, and the reader's stream moves past it: a gap. */
+	w = write_ev(1000, 1055, 11, "lost", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	CHECK_INT(peer_feed__expire(pf, 1000 + PEER_FEED_MAX_AGE_NS + 1), 1);
+	w = write_ev(PEER_FEED_MAX_AGE_NS + 2000, 1055 + 4 + 22, 15, "next", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(PEER_FEED_MAX_AGE_NS + 3000, 1055 + 4 + 22 + 4 + 22, 127);
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 3);
+	CHECK_INT(g.offset[2], 11 + 4); /* 4 bytes skipped */
+
+	/* A remote peer that never read here: its Writes are not kept. */
+	w = write_ev(5000, 9000, 0, "remote", 10);
+	peer_feed__written(pf, w);
+	free(w);
+	peer_feed__stats(pf, &st);
+	CHECK_INT(st.unread, 1);
+	CHECK_INT(st.delivered, 3);
+	CHECK_INT(st.expired, 1);
+	CHECK_INT(st.dropped_bytes, 4);
+	peer_feed__free(pf);
+
+	/* A read(2) whose record was lost (ring-buffer drops): the next one does not begin where
+	 * the last one ended. What the lost one reached is timed by its Write or the last read(2)
+	 * seen, whichever came later (never after its answer); the rest by the read(2) that
+	 * reached it. */
+	pf = peer_feed__new(false);
+	memset(&g, 0, sizeof(g));
+	w = write_ev(100, 5000, 0, "first", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(150, 5000 + 5 + 22, 127);
+	r.len = 5 + 22;
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 1);
+	CHECK_INT(g.ts[0], 150);
+	w = write_ev(200, 5027, 5, "second", 127); /* read by a read(2) that was lost */
+	peer_feed__written(pf, w);
+	free(w);
+	w = write_ev(900, 5027 + 6 + 22, 11, "third", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(1000, 5027 + 6 + 22 + 5 + 22, 127);
+	r.len = 5 + 22; /* begins after the second Write's bytes: a read between was lost */
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 3);
+	CHECK_INT(g.first[1], 's');
+	CHECK_INT(g.ts[1], 200); /* its Write's time, not 1000 */
+	CHECK_INT(g.offset[1], 5);
+	CHECK_INT(g.ts[2], 1000);
+	/* Read just after the last one seen: timed by that one when its Write came earlier. */
+	w = write_ev(1100, 5082, 16, "fourth", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	w = write_ev(1150, 5082 + 6 + 22, 22, "fifth", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(1300, 5082 + 6 + 22 + 5 + 22, 127);
+	r.len = 5 + 22;
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 5);
+	CHECK_INT(g.ts[3], 1100);
+	CHECK_INT(g.ts[4], 1300);
+	/* Consecutive read(2)s: nothing retimed. */
+	w = write_ev(1400, 5137, 27, "sixth", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(1500, 5137 + 5 + 22, 127);
+	r.len = 5 + 22;
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 6);
+	CHECK_INT(g.ts[5], 1500);
+	peer_feed__stats(pf, &st);
+	CHECK_INT(st.retimed, 2);
+	peer_feed__free(pf);
+
+	/* A writer's event lost to drops (its offsets jump): the reader's stream jumps too, a gap
+	 * its decoder sees, instead of the next bytes taken for the lost ones. */
+	pf = peer_feed__new(false);
+	memset(&g, 0, sizeof(g));
+	w = write_ev(100, 7000, 0, "abc", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	w = write_ev(200, 7000 + 3 + 22 + 4 + 22, 7, "xyz", 127); /* "LOST" at 3..6 dropped */
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(300, 7000 + 3 + 22 + 4 + 22 + 3 + 22, 127);
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 2);
+	CHECK_INT(g.offset[0], 0);
+	CHECK_INT(g.offset[1], 7);
+	CHECK_INT(g.first[1], 'x');
+	/* A gap before a Write that then expires unread: the stream moves past both. */
+	w = write_ev(400, 7100, 20, "gone", 127); /* 10..19 dropped */
+	peer_feed__written(pf, w);
+	free(w);
+	CHECK_INT(peer_feed__expire(pf, 400 + PEER_FEED_MAX_AGE_NS + 1), 1);
+	w = write_ev(PEER_FEED_MAX_AGE_NS + 500, 7200, 24, "last", 127);
+	peer_feed__written(pf, w);
+	free(w);
+	r = read_ev(PEER_FEED_MAX_AGE_NS + 600, 7200 + 4 + 22, 127);
+	peer_feed__read(pf, &r, deliver, &g);
+	CHECK_INT(g.n, 3);
+	CHECK_INT(g.offset[2], 24);
+	peer_feed__free(pf);
+	return check_summary("peerfeed");
+}

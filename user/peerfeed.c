@@ -1,0 +1,449 @@
+/* Reads of processes whose crypto/tls Reads are not probed, made from their peers' Writes and
+ * timed by their own read(2)s (see peerfeed.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "peerfeed.h"
+
+#define SLOTS 4096		 /* connection directions at once; a power of two */
+#define TLS13_RECORD_OVERHEAD 22 /* header 5, inner content type 1, AEAD tag 16 */
+#define TLS_MAX_PLAINTEXT 16384
+#define IDLE_NS (600ull * 1000000000ull)
+/* A connection whose reader has not read yet (older than the tracer, idle until now, or its
+ * reader stopped) keeps this much of its writer's Writes for it. */
+#define UNCONFIRMED_MAX_BYTES (4u << 20)
+
+enum slot_state { SLOT_FREE, SLOT_USED, SLOT_DELETED };
+
+struct pending {
+	struct pending *next;
+	uint32_t needed_end; /* TCP sequence number after the Write's last byte on the wire */
+	uint64_t ts_ns;
+	uint64_t gap_before; /* bytes of the writer's stream lost just before it (drops) */
+	struct data_event e; /* followed by its bytes */
+};
+
+/* One direction of a connection, named by the writer's addresses. */
+struct conn_key {
+	uint16_t family, src_port, dst_port, pad;
+	uint8_t src[16], dst[16];
+};
+
+struct slot {
+	struct conn_key key;
+	enum slot_state state;
+	bool confirmed; /* its reader has read through this path */
+	struct pending *head, *tail;
+	uint64_t queued_bytes;
+	uint64_t last_ns;      /* of the last read or Write */
+	uint32_t write_seq;    /* the last Write's first sequence number */
+	uint64_t write_offset; /* and its plaintext offset in the writer's stream */
+	uint64_t reader_conn;
+	uint64_t reader_offset; /* of the next delivered byte in the reader's stream */
+	/* The writer's stream: where its next event should begin (writer_next), so that an event
+	 * lost to drops before a queued Write is a gap in the reader's stream too. */
+	bool writer_known;
+	uint32_t writer_pid;
+	uint64_t writer_conn, writer_next;
+	uint64_t gap_pending; /* lost before the next queued Write */
+	bool read_known;      /* read_seq and read_ns hold the last read(2) seen */
+	uint32_t read_seq;    /* the sequence number it reached (copied_seq) */
+	uint64_t read_ns;
+};
+
+#define COMPARE_PENDING 256
+#define COMPARE_MAX (1 << 16)
+
+struct compare_entry {
+	uint32_t pid;
+	uint64_t conn, ts;
+	uint8_t tail[16];
+	uint32_t n;
+};
+
+struct compare {
+	struct compare_entry pending[COMPARE_PENDING];
+	unsigned next;
+	int64_t deltas[COMPARE_MAX];
+	size_t count;
+};
+
+struct peer_feed {
+	struct slot slots[SLOTS];
+	struct peer_feed_stats stats;
+	struct compare *compare;
+};
+
+bool peer_feed__reads_via_syscall(enum process_role role, bool have_scheduler, bool have_apiserver,
+				  bool have_etcd, bool probe_reads)
+{
+	switch (role) {
+	case ROLE_SCHEDULER:
+	case ROLE_ETCD:
+		return have_apiserver;
+	case ROLE_APISERVER:
+		return have_scheduler && have_etcd && !probe_reads;
+	default:
+		return false;
+	}
+}
+
+static int seq_geq(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) >= 0;
+}
+
+static uint64_t key_hash(const struct conn_key *k)
+{
+	const uint8_t *p = (const uint8_t *)k;
+	uint64_t h = 1469598103934665603ull;
+	size_t i;
+
+	for (i = 0; i < sizeof(*k); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+/* Open addressing with tombstones (SLOT_DELETED), so that forgetting a connection keeps the
+ * others findable. */
+static struct slot *slot_find(struct peer_feed *pf, const struct conn_key *k, bool create)
+{
+	uint64_t h = key_hash(k);
+	struct slot *reuse = NULL;
+	size_t i;
+
+	for (i = 0; i < SLOTS; i++) {
+		struct slot *s = &pf->slots[(h + i) & (SLOTS - 1)];
+
+		if (s->state == SLOT_USED && memcmp(&s->key, k, sizeof(*k)) == 0)
+			return s;
+		if (s->state == SLOT_DELETED && !reuse)
+			reuse = s;
+		if (s->state == SLOT_FREE) {
+			if (!reuse)
+				reuse = s;
+			break;
+		}
+	}
+	if (!create)
+		return NULL;
+	if (!reuse) {
+		pf->stats.table_full++;
+		return NULL;
+	}
+	memset(reuse, 0, sizeof(*reuse));
+	reuse->key = *k;
+	reuse->state = SLOT_USED;
+	return reuse;
+}
+
+struct peer_feed *peer_feed__new(bool compare)
+{
+	struct peer_feed *pf = calloc(1, sizeof(*pf));
+
+	if (pf && compare) {
+		pf->compare = calloc(1, sizeof(*pf->compare));
+		if (!pf->compare) {
+			free(pf);
+			return NULL;
+		}
+	}
+	return pf;
+}
+
+static void compare_would_deliver(struct compare *c, const struct data_event *e)
+{
+	struct compare_entry *x = &c->pending[c->next++ % COMPARE_PENDING];
+
+	x->pid = e->hdr.pid;
+	x->conn = e->conn;
+	x->ts = e->hdr.ts_ns;
+	x->n = e->len < 16 ? e->len : 16;
+	memcpy(x->tail, e->data + e->len - x->n, x->n);
+}
+
+void peer_feed__probed_read(struct peer_feed *pf, const struct data_event *e)
+{
+	struct compare *c = pf ? pf->compare : NULL;
+	unsigned i;
+
+	if (!c || e->dir != DIR_IN || e->source != SOURCE_TLS || !e->len)
+		return;
+	for (i = 0; i < COMPARE_PENDING; i++) {
+		struct compare_entry *x = &c->pending[i];
+
+		if (x->ts && x->pid == e->hdr.pid && x->conn == e->conn && x->n <= e->len &&
+		    memcmp(x->tail, e->data + e->len - x->n, x->n) == 0) {
+			if (c->count < COMPARE_MAX)
+				c->deltas[c->count++] = (int64_t)e->hdr.ts_ns - (int64_t)x->ts;
+			x->ts = 0;
+			return;
+		}
+	}
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void peer_feed__compare_print(const struct peer_feed *pf, FILE *out)
+{
+	struct compare *c = pf ? pf->compare : NULL;
+	size_t n;
+
+	if (!c)
+		return;
+	n = c->count;
+	if (!n) {
+		fprintf(out, "bindtrace: read(2) vs Read RET: nothing matched\n");
+		return;
+	}
+	qsort(c->deltas, n, sizeof(c->deltas[0]), cmp_i64);
+	fprintf(out,
+		"bindtrace: Read RET minus the read(2) that returned the last byte, over %zu "
+		"Writes: min %.1f us, p10 %.1f, p50 %.1f, p90 %.1f, p99 %.1f, max %.1f\n",
+		n, c->deltas[0] / 1e3, c->deltas[n / 10] / 1e3, c->deltas[n / 2] / 1e3,
+		c->deltas[n * 9 / 10] / 1e3, c->deltas[n * 99 / 100] / 1e3, c->deltas[n - 1] / 1e3);
+}
+
+/* Drops the oldest queued Write: the reader's stream moves past its bytes (a gap). */
+static void drop_head(struct peer_feed *pf, struct slot *s)
+{
+	struct pending *p = s->head;
+
+	s->head = p->next;
+	if (!s->head)
+		s->tail = NULL;
+	s->queued_bytes -= p->e.len;
+	s->reader_offset += p->gap_before + p->e.len;
+	pf->stats.dropped_bytes += p->e.len;
+	free(p);
+}
+
+void peer_feed__free(struct peer_feed *pf)
+{
+	size_t i;
+
+	if (!pf)
+		return;
+	for (i = 0; i < SLOTS; i++)
+		while (pf->slots[i].head)
+			drop_head(pf, &pf->slots[i]);
+	free(pf->compare);
+	free(pf);
+}
+
+/* Both ends on this host: the writer's peer has the writer's address, or a loopback one. */
+static bool is_local(const struct data_event *e)
+{
+	static const uint8_t v6_loopback[16] = { [15] = 1 };
+
+	if (memcmp(e->laddr, e->raddr, sizeof(e->laddr)) == 0)
+		return true;
+	if (e->family == 2 /* AF_INET */)
+		return e->raddr[0] == 127;
+	if (memcmp(e->raddr, v6_loopback, sizeof(v6_loopback)) == 0)
+		return true;
+	/* ::ffff:127.x.y.z */
+	return memcmp(e->raddr, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0 && e->raddr[12] == 127;
+}
+
+static void key_of_write(struct conn_key *k, const struct data_event *e)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = e->family;
+	k->src_port = e->lport;
+	k->dst_port = e->rport;
+	memcpy(k->src, e->laddr, sizeof(k->src));
+	memcpy(k->dst, e->raddr, sizeof(k->dst));
+}
+
+void peer_feed__written(struct peer_feed *pf, const struct data_event *e)
+{
+	uint64_t before, upto, overhead = 0;
+	struct conn_key k;
+	struct pending *p;
+	struct slot *s;
+
+	if (!(e->flags & DATA_HAS_TCP_SEQ) || e->dir != DIR_OUT)
+		return;
+	key_of_write(&k, e);
+	/* A local reader may read through this path without having read yet: keep some for it. */
+	s = slot_find(pf, &k, is_local(e));
+	if (!s) {
+		pf->stats.unread++;
+		return;
+	}
+	s->last_ns = e->hdr.ts_ns;
+	/* The writer's events follow its stream offsets; one lost to ring-buffer drops (or cut
+	 * short) leaves a hole the reader's stream must show as a gap: without it the reader's
+	 * decoder took the bytes after it for the bytes it lost (a Binding read with another pod's
+	 * HPACK-indexed :path opened a second timeline for that pod). */
+	if (!s->writer_known || s->writer_conn != e->conn || s->writer_pid != e->hdr.pid) {
+		s->writer_known = true;
+		s->writer_conn = e->conn;
+		s->writer_pid = e->hdr.pid;
+		s->writer_next = e->offset;
+	}
+	if (e->offset > s->writer_next)
+		s->gap_pending += e->offset - s->writer_next;
+	if (e->offset + e->len > s->writer_next)
+		s->writer_next = e->offset + e->len;
+	/* A Write larger than one event comes as several with the same starting sequence. */
+	if (e->tcp_seq != s->write_seq || e->offset < s->write_offset) {
+		s->write_seq = e->tcp_seq;
+		s->write_offset = e->offset;
+	}
+	while (s->head && s->queued_bytes + e->len >
+			      (s->confirmed ? PEER_FEED_MAX_QUEUED_BYTES : UNCONFIRMED_MAX_BYTES)) {
+		drop_head(pf, s);
+		pf->stats.overflow++;
+	}
+	p = malloc(sizeof(*p) + e->len);
+	if (!p) {
+		s->gap_pending += e->len; /* a gap rather than a silent loss */
+		pf->stats.overflow++;
+		pf->stats.dropped_bytes += e->len;
+		return;
+	}
+	before = e->offset - s->write_offset;
+	upto = before + e->len;
+	if (e->source == SOURCE_TLS)
+		overhead =
+		    (upto + TLS_MAX_PLAINTEXT - 1) / TLS_MAX_PLAINTEXT * TLS13_RECORD_OVERHEAD;
+	p->needed_end = e->tcp_seq + (uint32_t)(upto + overhead);
+	p->ts_ns = e->hdr.ts_ns;
+	p->gap_before = s->gap_pending;
+	s->gap_pending = 0;
+	p->next = NULL;
+	memcpy(&p->e, e, sizeof(*e) + e->len);
+	if (s->tail)
+		s->tail->next = p;
+	else
+		s->head = p;
+	s->tail = p;
+	s->queued_bytes += e->len;
+	pf->stats.queued++;
+}
+
+void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
+		     peer_feed_deliver_fn deliver, void *ctx)
+{
+	/* The reader's remote end wrote: name the direction by the writer's addresses. */
+	struct conn_key k = { .family = r->family, .src_port = r->rport, .dst_port = r->lport };
+	uint32_t start = r->seq_end - r->len;
+	bool lost;
+	struct slot *s;
+
+	pf->stats.reads++;
+	memcpy(k.src, r->raddr, sizeof(k.src));
+	memcpy(k.dst, r->laddr, sizeof(k.dst));
+	s = slot_find(pf, &k, true);
+	if (!s)
+		return;
+	s->last_ns = r->hdr.ts_ns;
+	s->confirmed = true;
+	if (!s->reader_conn) {
+		s->reader_conn = r->conn;
+	} else if (s->reader_conn != r->conn) {
+		/* A new socket on the same addresses (a port reused): a new stream. */
+		while (s->head)
+			drop_head(pf, s);
+		s->reader_conn = r->conn;
+		s->reader_offset = 0;
+		s->read_known = false;
+	}
+	/* A read(2) begins where the last one ended: when it does not, the record of one between
+	 * them was lost (ring-buffer drops), and what that one reached was read before this one. */
+	lost = r->len && s->read_known && start != s->read_seq && seq_geq(start, s->read_seq);
+	while (s->head && seq_geq(r->seq_end, s->head->needed_end)) {
+		struct pending *p = s->head;
+		struct data_event *e = &p->e;
+		uint64_t ts = r->hdr.ts_ns;
+
+		s->head = p->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->queued_bytes -= e->len;
+		if (lost && seq_geq(start, p->needed_end)) {
+			/* Read by the lost read(2): after its Write and after the last read(2) seen;
+			 * timed at the earliest of those, it stays before whatever answered it
+			 * (taken at this read(2)'s time, a Binding came after its own response and
+			 * opened a second timeline). */
+			ts = p->ts_ns > s->read_ns ? p->ts_ns : s->read_ns;
+			pf->stats.retimed++;
+		}
+		e->hdr = r->hdr;
+		e->hdr.ts_ns = ts;
+		e->hdr.type = EVENT_DATA;
+		e->conn = r->conn;
+		s->reader_offset += p->gap_before;
+		e->offset = s->reader_offset;
+		s->reader_offset += e->len;
+		e->fd = r->fd;
+		e->dir = DIR_IN;
+		e->family = r->family;
+		e->lport = r->lport;
+		e->rport = r->rport;
+		memcpy(e->laddr, r->laddr, sizeof(e->laddr));
+		memcpy(e->raddr, r->raddr, sizeof(e->raddr));
+		e->flags = 0;
+		e->tcp_seq = 0;
+		if (pf->compare)
+			compare_would_deliver(pf->compare, e);
+		else
+			deliver(ctx, e);
+		free(p);
+		pf->stats.delivered++;
+	}
+	s->read_known = true;
+	s->read_seq = r->seq_end;
+	s->read_ns = r->hdr.ts_ns;
+}
+
+uint64_t peer_feed__expire(struct peer_feed *pf, uint64_t now)
+{
+	uint64_t dropped = 0;
+	size_t i;
+
+	for (i = 0; i < SLOTS; i++) {
+		struct slot *s = &pf->slots[i];
+
+		if (s->state != SLOT_USED)
+			continue;
+		while (s->head && s->head->ts_ns + PEER_FEED_MAX_AGE_NS < now) {
+			drop_head(pf, s);
+			dropped++;
+		}
+		if (!s->head && s->last_ns + IDLE_NS < now)
+			s->state = SLOT_DELETED;
+	}
+	pf->stats.expired += dropped;
+	return dropped;
+}
+
+void peer_feed__stats(const struct peer_feed *pf, struct peer_feed_stats *out)
+{
+	*out = pf->stats;
+}
+
+void peer_feed__print(const struct peer_feed *pf, FILE *out)
+{
+	const struct peer_feed_stats *x = &pf->stats;
+
+	peer_feed__compare_print(pf, out);
+	if (!x->reads)
+		return;
+	fprintf(
+	    out,
+	    "bindtrace: reads from the writers: %llu read(2)s, %llu Writes delivered, %llu "
+	    "dropped unread (%llu bytes shown as gaps), %llu read by a read(2) whose record was "
+	    "lost (timed by their Write)%s\n",
+	    (unsigned long long)x->reads, (unsigned long long)x->delivered,
+	    (unsigned long long)(x->expired + x->overflow), (unsigned long long)x->dropped_bytes,
+	    (unsigned long long)x->retimed,
+	    x->table_full ? "; connection table full: some reads not followed" : "");
+}
