@@ -225,6 +225,8 @@ json_t *bind_json__new(const struct bind_view *v)
 
 	json_object_set_new(root, "schema_version", json_integer(BIND_JSON_SCHEMA_VERSION));
 	add_outcome(root, t);
+	if (v->tracer_node && v->tracer_node[0]) /* --node: whose tracer saw it */
+		json_object_set_new(root, "tracer_node", json_string(v->tracer_node));
 	json_object_set_new(root, "stages", stages_json(v));
 	for (w = 0; w < t->n_watchers; w++)
 		json_array_append_new(watchers, watcher_json(v, w));

@@ -1346,6 +1346,7 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 	for (s = 0; s < STAGE_MAX; s++) {
 		struct stage *st = &t->stages[s];
 		bool etcd_stage = s >= STAGE_ETCD_TXN_SENT && s <= STAGE_ETCD_WATCH_EVENT;
+		char off_node[BIND_REASON_MAX];
 		const char *why;
 
 		if (st->seen)
@@ -1367,6 +1368,14 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 			why = stage_role[s] == ROLE_SCHEDULER	? "kube-scheduler is not traced"
 			      : stage_role[s] == ROLE_APISERVER ? "kube-apiserver is not traced"
 								: "etcd is not traced";
+			if (c->opt.node && c->opt.node[0]) {
+				snprintf(
+				    off_node, sizeof(off_node),
+				    "not on this node (%.64s): no %s traced here, seen only by "
+				    "a tracer on its node",
+				    c->opt.node, process_role__name(stage_role[s]));
+				why = off_node;
+			}
 		} else if (st->missing[0]) {
 			why = st->missing; /* explained where it was looked for */
 		} else if (drop) {

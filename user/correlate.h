@@ -200,6 +200,9 @@ struct correlator_options {
 	uint64_t max_open_ns; /* give up on a bind opened this long ago */
 	uint64_t attach_ns;   /* when the tracer attached: earlier binds are "started midway" */
 	bool have_scheduler, have_apiserver, have_etcd;
+	/* The node traced (--node), NULL or "" when not given: a role not traced is then "not on
+	 * node NAME" in a stage's reason. Lives as long as the correlator. */
+	const char *node;
 	/* Pods created but not yet bound: at most max_pending (default 8192) for at most
 	 * pending_max_age_ns (default 10 min); beyond that the oldest are dropped, and counted. */
 	size_t max_pending;
