@@ -43,6 +43,8 @@ static void add_outcome(json_t *root, const struct bind_timeline *t)
 	json_object_set_new(root, "pod", pod);
 	json_object_set_new(root, "node", json_string(t->node));
 	json_object_set_new(root, "result", json_string(bind_result__name(t->result)));
+	if (t->served_elsewhere) /* --node: another node's apiserver served the Binding */
+		json_object_set_new(root, "served_elsewhere", json_true());
 	json_object_set_new(root, "status_code", json_integer(t->status_code));
 	json_object_set_new(root, "status_reason", json_string(t->status_reason));
 	if (t->status_message[0]) /* an unschedulable pod's: the scheduler's message */

@@ -143,12 +143,17 @@ static int find_targets(struct tracer *tr)
 	const enum process_role roles[] = { ROLE_SCHEDULER, ROLE_APISERVER, ROLE_ETCD };
 	const struct trace_pids *given[] = { &tr->opt.scheduler_pids, &tr->opt.apiserver_pids,
 					     &tr->opt.etcd_pids };
+	/* --node with pids and no address: the node is those pids, nothing looked for by name. */
+	bool by_name =
+	    !tr->opt.node[0] || tr->opt.n_node_addrs || !(given[0]->n + given[1]->n + given[2]->n);
 	int found = 0, n, i;
 
 	tr->targets.node = tr->opt.node;
 	tr->targets.node_addrs = tr->opt.node_addrs;
 	tr->targets.n_node_addrs = tr->opt.n_node_addrs;
 	for (i = 0; i < 3; i++) {
+		if (!given[i]->n && !by_name)
+			continue;
 		n = targets__find(&tr->targets, roles[i], given[i]->pid, given[i]->n);
 		if (n < 0)
 			return n;
@@ -185,6 +190,7 @@ static int start(struct tracer *tr)
 		.have_apiserver = targets__has(&tr->targets, ROLE_APISERVER),
 		.have_etcd = targets__has(&tr->targets, ROLE_ETCD),
 		.node = tr->opt.node,
+		.node_scope = tr->opt.node[0] != '\0',
 	};
 	struct dispatch_deps deps = {
 		.targets = &tr->targets,

@@ -42,7 +42,8 @@ static const struct argp_option trace_argp_options[] = {
 	{ "etcd-pid", OPT_ETCD_PID, "PID", 0, "An etcd member to trace", 1 },
 	{ "node", OPT_NODE, "NAME", 0,
 	  "The control-plane node traced, named in every output (OTLP k8s.node.name; default: "
-	  "the host name there, none elsewhere)",
+	  "the host name there, none elsewhere); with --*-pid and no --node-address its "
+	  "processes are the pids given, none looked for by name",
 	  1 },
 	{ "node-address", OPT_NODE_ADDRESS, "ADDR", 0,
 	  "An address of --node (IPv4 or IPv6, repeatable): processes found by name are traced "
