@@ -43,6 +43,8 @@ static void add_outcome(json_t *root, const struct bind_timeline *t)
 	json_object_set_new(root, "pod", pod);
 	json_object_set_new(root, "node", json_string(t->node));
 	json_object_set_new(root, "result", json_string(bind_result__name(t->result)));
+	if (t->served_elsewhere) /* --node: another node's apiserver served the Binding */
+		json_object_set_new(root, "served_elsewhere", json_true());
 	json_object_set_new(root, "status_code", json_integer(t->status_code));
 	json_object_set_new(root, "status_reason", json_string(t->status_reason));
 	if (t->status_message[0]) /* an unschedulable pod's: the scheduler's message */
@@ -225,6 +227,8 @@ json_t *bind_json__new(const struct bind_view *v)
 
 	json_object_set_new(root, "schema_version", json_integer(BIND_JSON_SCHEMA_VERSION));
 	add_outcome(root, t);
+	if (v->tracer_node && v->tracer_node[0]) /* --node: whose tracer saw it */
+		json_object_set_new(root, "tracer_node", json_string(v->tracer_node));
 	json_object_set_new(root, "stages", stages_json(v));
 	for (w = 0; w < t->n_watchers; w++)
 		json_array_append_new(watchers, watcher_json(v, w));

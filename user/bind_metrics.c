@@ -9,6 +9,7 @@
 
 #include "metrics.h"
 #include "bindview.h"
+#include "util.h"
 #include "version.h"
 
 /* 50 us to 10 s: finer than kube-apiserver's request buckets, which start at 50 ms; a bind on
@@ -21,7 +22,7 @@ static const double duration_buckets[] = {
 
 static const char *const no_labels[] = { NULL };
 static const char *const build_labels[] = { "version", "commit", "libbpf", NULL };
-static const char *const target_labels[] = { "role", "pid", "version", "go_version", NULL };
+static const char *const target_labels[] = { "role", "pid", "version", "go_version", "node", NULL };
 static const char *const role_labels[] = { "role", NULL };
 static const char *const result_labels[] = { "result", NULL };
 static const char *const leg_labels[] = { "leg", NULL };
@@ -35,6 +36,7 @@ static const enum process_role target_roles[] = { ROLE_SCHEDULER, ROLE_APISERVER
 
 struct bind_metrics {
 	struct metrics *registry;
+	char node[256]; /* --node, "" when not given: target_info's node label */
 	struct metric_family *build_info;
 	struct metric_family *target_info;
 	struct metric_family *target_attached;
@@ -92,7 +94,8 @@ struct bind_metrics *bind_metrics__new(void)
 			    METRIC_GAUGE, build_labels, NULL, 0);
 	bm->target_info = metrics__family(
 	    r, "bindtrace_target_info",
-	    "A traced process: its role, pid, Kubernetes or etcd version and Go version (value 1)",
+	    "A traced process: its role, pid, Kubernetes or etcd version, Go version and the node "
+	    "given with --node (value 1)",
 	    METRIC_GAUGE, target_labels, NULL, 0);
 	bm->target_attached = metrics__family(
 	    r, "bindtrace_target_attached",
@@ -205,6 +208,12 @@ void bind_metrics__free(struct bind_metrics *bm)
 	free(bm);
 }
 
+void bind_metrics__set_node(struct bind_metrics *bm, const char *node)
+{
+	if (bm)
+		util__copy(bm->node, sizeof(bm->node), node ? node : "");
+}
+
 struct metrics *bind_metrics__registry(struct bind_metrics *bm)
 {
 	return bm->registry;
@@ -218,6 +227,7 @@ const char *bind_metrics__reason_label(const char *reason)
 		const char *label;
 	} reasons[] = {
 		{ " is not traced", true, "not_traced" },
+		{ "not on this node", false, "not_on_node" },
 		{ "ring buffer drops", false, "ringbuf_drops" },
 		{ "bytes lost on a connection", false, "capture_gap" },
 		{ "the bind began before bindtrace attached", false, "started_before_attach" },
@@ -325,7 +335,7 @@ void bind_metrics__targets_end(struct bind_metrics *bm)
 		snprintf(pid_text, sizeof(pid_text), "%d", (int)row->pid);
 		metric__set(bm->target_info,
 			    (const char *[]){ process_role__name(row->role), pid_text, row->version,
-					      row->go_version },
+					      row->go_version, bm->node },
 			    1);
 	}
 	memcpy(bm->rows[0], bm->rows[1], sizeof(bm->rows[0]));

@@ -40,6 +40,8 @@ struct bind_metrics;
  * build info set. NULL with errno on failure. */
 struct bind_metrics *bind_metrics__new(void);
 void bind_metrics__free(struct bind_metrics *bm);
+/* The node traced (--node), the node label of bindtrace_target_info ("" or NULL: none). */
+void bind_metrics__set_node(struct bind_metrics *bm, const char *node);
 /* The registry, for the server (owned by bm). */
 struct metrics *bind_metrics__registry(struct bind_metrics *bm);
 

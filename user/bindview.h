@@ -103,6 +103,9 @@ struct bind_view {
 	 * unschedulable bind has none. */
 	struct bind_leg legs[BIND_MAX_LEGS];
 	int n_legs;
+	/* The node whose tracer saw it (--node), NULL when not given: set by the caller after
+	 * bind_view__init, named by the outputs. */
+	const char *tracer_node;
 };
 
 void bind_view__init(struct bind_view *v, const struct bind_timeline *t, int64_t wall_offset_ns);

@@ -797,6 +797,34 @@ static bool is_pod_key(const char *key)
 	return strncmp(key, "/registry/pods/", 15) == 0;
 }
 
+/* A bind write at this node's apiserver with no Binding of the pod open here: another node's
+ * apiserver served it. Opened from etcd's watch event (the write's revision, target node and the
+ * pod's UID, which names its trace across nodes), closed after the linger with the fan-out to
+ * this node's watchers. */
+static struct open_bind *served_elsewhere(struct correlator *c, const struct actor *who,
+					  const struct decoded_msg *msg,
+					  const struct etcd_watch_event *ev, const char *ns,
+					  const char *name)
+{
+	struct open_bind *b = bind_for(c, ns, name, msg->ts_first_ns, true);
+
+	if (!b)
+		return NULL;
+	b->t.served_elsewhere = true;
+	b->t.revision = ev->kv.mod_revision;
+	util__copy(b->t.node, sizeof(b->t.node), ev->kv.value.pod.node_name);
+	if (ev->kv.value.meta.uid[0])
+		util__copy(b->t.uid, sizeof(b->t.uid), ev->kv.value.meta.uid);
+	set_stage(&b->t.stages[STAGE_ETCD_WATCH_EVENT], who, msg->ts_last_ns, msg->ts_first_ns,
+		  msg->ts_last_ns, msg->stream_id);
+	b->t.node_before_known = ev->has_prev_kv;
+	util__copy(b->t.node_before, sizeof(b->t.node_before), ev->prev_node_name);
+	b->responded = true;
+	b->responded_ns = msg->ts_last_ns;
+	b->close_after_ns = msg->ts_last_ns + c->opt.linger_ns;
+	return b;
+}
+
 static void on_grpc(struct correlator *c, const struct actor *who, const struct decoded_msg *msg)
 {
 	struct observation *o;
@@ -859,6 +887,8 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 				ns[slash - rest] = 0;
 				util__copy(name, sizeof(name), slash + 1);
 				b = bind_for_response(c, ns, name);
+				if (!b && c->opt.node_scope)
+					b = served_elsewhere(c, who, msg, ev, ns, name);
 				if (b)
 					b->etcd_watch_ns = msg->ts_last_ns;
 			}
@@ -1346,11 +1376,19 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 	for (s = 0; s < STAGE_MAX; s++) {
 		struct stage *st = &t->stages[s];
 		bool etcd_stage = s >= STAGE_ETCD_TXN_SENT && s <= STAGE_ETCD_WATCH_EVENT;
+		char off_node[BIND_REASON_MAX];
 		const char *why;
 
 		if (st->seen)
 			continue;
-		if (stage__before_bind(s) && t->created_before_attach) {
+		if (t->served_elsewhere && !stage__before_bind(s)) {
+			snprintf(off_node, sizeof(off_node),
+				 "served by another node's apiserver: seen by the tracer on that "
+				 "node%s%.64s",
+				 c->opt.node && c->opt.node[0] ? ", not on " : "",
+				 c->opt.node ? c->opt.node : "");
+			why = off_node;
+		} else if (stage__before_bind(s) && t->created_before_attach) {
 			why = c->stats.pending_evicted || c->stats.pending_expired
 				  ? "the pod was created before bindtrace attached, or its pending "
 				    "state was dropped (see the pending drops counted)"
@@ -1367,6 +1405,14 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 			why = stage_role[s] == ROLE_SCHEDULER	? "kube-scheduler is not traced"
 			      : stage_role[s] == ROLE_APISERVER ? "kube-apiserver is not traced"
 								: "etcd is not traced";
+			if (c->opt.node && c->opt.node[0]) {
+				snprintf(
+				    off_node, sizeof(off_node),
+				    "not on this node (%.64s): no %s traced here, seen only by "
+				    "a tracer on its node",
+				    c->opt.node, process_role__name(stage_role[s]));
+				why = off_node;
+			}
 		} else if (st->missing[0]) {
 			why = st->missing; /* explained where it was looked for */
 		} else if (drop) {
@@ -1387,6 +1433,9 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s)
 {
 	bool etcd_stage = s >= STAGE_ETCD_TXN_SENT && s <= STAGE_ETCD_WATCH_EVENT;
+
+	if (t->served_elsewhere)
+		return s == STAGE_ETCD_WATCH_EVENT;
 
 	if (stage__before_bind(s))
 		return !t->created_before_attach;
@@ -1418,7 +1467,8 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 		resolve_watchers(c, t);
 		switch (t->status_code) {
 		case 0:
-			t->result = BIND_RESULT_UNKNOWN;
+			/* etcd's watch event showed the write: bound, whoever answered. */
+			t->result = t->served_elsewhere ? BIND_RESULT_BOUND : BIND_RESULT_UNKNOWN;
 			break;
 		case 200:
 		case 201:

@@ -162,6 +162,10 @@ struct bind_timeline {
 	bool gap;
 	bool drops;
 	bool started_midway;
+	/* Seen only as etcd's watch event of the write (nodeName "" -> node) at this node's
+	 * apiserver and its fan-out to watchers: another node's apiserver served the Binding
+	 * (correlator_options.node_scope). Its other stages are explained, not counted missing. */
+	bool served_elsewhere;
 	int missing; /* required stages not seen */
 	uint64_t opened_ns;
 	/* Last, and filled only when the bind is done (the correlator keeps open binds without
@@ -200,6 +204,13 @@ struct correlator_options {
 	uint64_t max_open_ns; /* give up on a bind opened this long ago */
 	uint64_t attach_ns;   /* when the tracer attached: earlier binds are "started midway" */
 	bool have_scheduler, have_apiserver, have_etcd;
+	/* The node traced (--node), NULL or "" when not given: a role not traced is then "not on
+	 * node NAME" in a stage's reason. Lives as long as the correlator. */
+	const char *node;
+	/* One tracer per node (--node): a bind write that reaches this node's apiserver through
+	 * its etcd watch with no Binding of the pod open here was served by another node's
+	 * apiserver; it is emitted as served_elsewhere, with its fan-out to this node's watchers. */
+	bool node_scope;
 	/* Pods created but not yet bound: at most max_pending (default 8192) for at most
 	 * pending_max_age_ns (default 10 min); beyond that the oldest are dropped, and counted. */
 	size_t max_pending;

@@ -122,3 +122,16 @@ bool endpoint__equal(const struct endpoint *a, const struct endpoint *b)
 		return a_is4 && b_is4 && memcmp(a4, b4, 4) == 0;
 	return memcmp(a->addr, b->addr, 16) == 0;
 }
+
+bool endpoint__in(const struct endpoint *e, const struct endpoint *addrs, int n)
+{
+	struct endpoint x = *e;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		x.port = addrs[i].port;
+		if (endpoint__equal(&x, &addrs[i]))
+			return true;
+	}
+	return false;
+}

@@ -45,6 +45,9 @@ int endpoint__parse(const char *text, struct endpoint *e);
  * unknown endpoints are equal (a record without addresses matches on its other keys). */
 bool endpoint__equal(const struct endpoint *a, const struct endpoint *b);
 
+/* Whether e's address is one of addrs' (ports ignored; IPv4 equal to its v4-mapped form). */
+bool endpoint__in(const struct endpoint *e, const struct endpoint *addrs, int n);
+
 /* The IPv4 address of an AF_INET endpoint or of a v4-mapped IPv6 one, in out; false otherwise. */
 bool endpoint__ipv4(const struct endpoint *e, uint8_t out[4]);
 

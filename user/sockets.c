@@ -442,6 +442,38 @@ void sockets__each_accepted(struct sockets *s, pid_t pid,
 	free(a.own);
 }
 
+/* ---- A process's own sockets ---- */
+
+struct own_each {
+	uint64_t *own;
+	size_t n_own;
+	void (*fn)(void *ctx, const struct endpoint *local, const struct endpoint *remote,
+		   bool listening);
+	void *ctx;
+};
+
+static void take_own(const struct sockdiag_socket *sock, void *ctx)
+{
+	struct own_each *a = ctx;
+	uint64_t inode = sock->inode;
+
+	if (bsearch(&inode, a->own, a->n_own, sizeof(inode), cmp_u64))
+		a->fn(a->ctx, &sock->local, &sock->remote, sock->state == TCP_LISTEN);
+}
+
+void sockets__each_own(pid_t pid, uint32_t states,
+		       void (*fn)(void *ctx, const struct endpoint *local,
+				  const struct endpoint *remote, bool listening),
+		       void *ctx)
+{
+	struct own_each a = { .fn = fn, .ctx = ctx };
+
+	a.own = sockets__open_inodes(pid, &a.n_own);
+	if (a.own)
+		proc_tcp_each(pid, states, take_own, &a);
+	free(a.own);
+}
+
 /* ---- Descriptors ---- */
 
 const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd)

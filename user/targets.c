@@ -14,8 +14,15 @@
 #include "gorelease.h"
 #include "peerfeed.h"
 #include "session.h"
+#include "sockdiag.h"
+#include "sockets.h"
 #include "targets.h"
 #include "util.h"
+
+/* How many processes of a role's name are looked at for a replacement (and when found by name):
+ * all of them in practice. Only TARGETS_PER_ROLE were, and beside several control planes the
+ * restarted process, often the newest, was not among the first found in /proc. */
+#define MAX_REPLACEMENT_CANDIDATES 128
 
 /* Where the scheduler's bind call is probed, best first. The object register follows Go's
  * ABIInternal: (*pods).Bind(ctx, binding, opts): RAX recv, RBX+RCX ctx, RDI binding. */
@@ -308,35 +315,96 @@ int targets__attach_all(struct targets *ts, struct session *session)
 	return 0;
 }
 
-int targets__find(struct targets *ts, enum process_role role, pid_t given)
+struct on_node {
+	const struct targets *ts;
+	bool found;
+};
+
+static void own_socket_on_node(void *ctx, const struct endpoint *local,
+			       const struct endpoint *remote, bool listening)
+{
+	struct on_node *a = ctx;
+
+	(void)remote;
+	(void)listening;
+	if (endpoint__in(local, a->ts->node_addrs, a->ts->n_node_addrs))
+		a->found = true;
+}
+
+bool targets__on_node(const struct targets *ts, pid_t pid)
+{
+	struct on_node a = { ts, false };
+
+	if (!ts->n_node_addrs)
+		return true;
+	sockets__each_own(pid, SOCKDIAG_LISTEN | SOCKDIAG_ESTABLISHED, own_socket_on_node, &a);
+	return a.found;
+}
+
+/* A pid given for a role: it must exist and be readable. */
+static int find_given(enum process_role role, pid_t given, struct process_info *out)
+{
+	int err = discover__process(given, out);
+	const char *hint;
+
+	if (!err)
+		return 0;
+	hint = err == -EACCES || err == -EPERM ? " (reading /proc/PID/exe of another process "
+						 "needs CAP_SYS_PTRACE)"
+					       : "";
+	fprintf(stderr, "bindtrace: %s pid %d: %s%s\n", process_role__name(role), given,
+		err == -ESRCH ? "no such process" : strerror(-err), hint);
+	return err;
+}
+
+/* Those of a role's name on the node (all of them without node addresses), up to max. */
+static int find_by_name(const struct targets *ts, enum process_role role, struct process_info *out,
+			int max)
+{
+	struct process_info *found = calloc(MAX_REPLACEMENT_CANDIDATES, sizeof(*found));
+	int n, i, kept = 0;
+
+	if (!found)
+		return -ENOMEM;
+	n = discover__by_exe_name(process_role__name(role), found, MAX_REPLACEMENT_CANDIDATES);
+	for (i = 0; i < n && kept < max; i++) {
+		if (targets__on_node(ts, found[i].pid))
+			out[kept++] = found[i];
+		else if (verbose)
+			fprintf(stderr,
+				"bindtrace: %s pid %d: not on node %s (no socket on its "
+				"addresses): not traced\n",
+				process_role__name(role), found[i].pid, ts->node);
+	}
+	free(found);
+	return n < 0 ? n : kept;
+}
+
+int targets__find(struct targets *ts, enum process_role role, const pid_t *given, int n_given)
 {
 	struct process_info found[TARGETS_PER_ROLE];
 	int n, i, err;
 
-	if (given) {
-		err = discover__process(given, &found[0]);
-		if (err) {
-			const char *hint = err == -EACCES || err == -EPERM
-					       ? " (reading /proc/PID/exe of another process "
-						 "needs CAP_SYS_PTRACE)"
-					       : "";
-
-			fprintf(stderr, "bindtrace: %s pid %d: %s%s\n", process_role__name(role),
-				given, err == -ESRCH ? "no such process" : strerror(-err), hint);
-			return err;
+	if (n_given > TARGETS_PER_ROLE)
+		n_given = TARGETS_PER_ROLE;
+	if (n_given) {
+		for (i = 0; i < n_given; i++) {
+			err = find_given(role, given[i], &found[i]);
+			if (err)
+				return err;
 		}
-		n = 1;
+		n = n_given;
 	} else {
-		n = discover__by_exe_name(process_role__name(role), found, TARGETS_PER_ROLE);
+		n = find_by_name(ts, role, found, TARGETS_PER_ROLE);
 		if (n < 0)
 			return n;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && ts->n < TARGETS_MAX; i++) {
 		struct target *t = &ts->t[ts->n++];
 
 		t->role = role;
 		t->proc = found[i];
-		t->given = given != 0;
+		t->given = n_given != 0;
 	}
 	return n;
 }
@@ -396,11 +464,6 @@ static void detach_target(struct targets *ts, struct target *t)
 		ts->on.detached(ts->on.ctx, t);
 }
 
-/* How many processes of a role's name are looked at for a replacement: all of them in practice.
- * Only TARGETS_PER_ROLE were, and beside several control planes the restarted process, often the
- * newest, was not among the first found in /proc. */
-#define MAX_REPLACEMENT_CANDIDATES 128
-
 /* The process that replaces a traced one that exited: one running the same executable name
  * that is not already traced in a role. One with the same command line is preferred (several
  * control planes may run on one host, each restarted on its own); for a pid given on the
@@ -427,7 +490,7 @@ static int find_replacement(struct targets *ts, const struct target *t, struct p
 			best = i;
 			break;
 		}
-		if (!t->given && best < 0)
+		if (!t->given && best < 0 && targets__on_node(ts, found[i].pid))
 			best = i;
 	}
 	if (best >= 0)

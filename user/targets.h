@@ -17,11 +17,12 @@
 
 #include "correlate.h"
 #include "discover.h"
+#include "endpoint.h"
 #include "link_reaper.h"
 #include "tlsprobe.h"
 
 #define TARGETS_MAX 32
-#define TARGETS_PER_ROLE 4
+#define TARGETS_PER_ROLE 8
 
 struct session;
 struct go_binary;
@@ -62,6 +63,12 @@ struct targets {
 	struct link_reaper reaper;
 	struct targets_listener on;
 	bool probe_reads; /* --probe-reads: the apiserver's TLS Reads stay probed */
+	/* --node NAME and its --node-address list: found by name, a process is traced only when
+	 * it listens on or connects from one of them (none: every one found). Set before
+	 * targets__find. */
+	const char *node;
+	const struct endpoint *node_addrs;
+	int n_node_addrs;
 };
 
 /* Where a bind is queued for a dispatcher goroutine (SchedulerAsyncAPICalls, 1.34+):
@@ -72,9 +79,13 @@ extern const char targets__queue_probe[];
 const char *target__release_label(const struct target *t, char *buf, size_t len);
 
 void targets__init(struct targets *ts, const struct targets_listener *on);
-/* Adds the processes of a role: pid given (checked), or found by executable name (up to
- * TARGETS_PER_ROLE). How many, or a negative errno after a one-line error. */
-int targets__find(struct targets *ts, enum process_role role, pid_t given);
+/* Adds the processes of a role: the n_given pids given (each checked), or when none, those found
+ * by executable name (up to TARGETS_PER_ROLE) on the node's addresses when there are any (each
+ * left out said with -v). How many, or a negative errno after a one-line error. */
+int targets__find(struct targets *ts, enum process_role role, const pid_t *given, int n_given);
+/* Whether pid listens on or has a connection from one of the node's addresses (true when none
+ * were given). Reads /proc. */
+bool targets__on_node(const struct targets *ts, pid_t pid);
 /* Attaches every target found, downstream first (etcd, apiserver, scheduler): a bind whose
  * request is seen then finds the rest of its path already probed. 0, or a negative errno after
  * the failing target said why. */

@@ -17,6 +17,7 @@
 #include "evidence_quota.h"
 #include "metrics_http.h"
 #include "session.h"
+#include "sockdiag.h"
 #include "sockets.h"
 #include "summary.h"
 #include "targets.h"
@@ -105,6 +106,7 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 		return;
 	tr->binds_printed++;
 	bind_view__init(&view, t, tr->wall_offset_ns);
+	view.tracer_node = tr->opt.node;
 	summary__add(tr->summary, &view);
 	bind_metrics__bind(tr->metrics, &view);
 	out = trace_outputs__stream(tr->outputs);
@@ -130,6 +132,7 @@ static int start_metrics(struct tracer *tr)
 		fprintf(stderr, "bindtrace: --metrics: out of memory\n");
 		return -ENOMEM;
 	}
+	bind_metrics__set_node(tr->metrics, tr->opt.node);
 	tr->metrics_server =
 	    metrics_server__start(tr->opt.metrics, bind_metrics__registry(tr->metrics));
 	return tr->metrics_server ? 0 : -EINVAL; /* it said why */
@@ -138,14 +141,32 @@ static int start_metrics(struct tracer *tr)
 static int find_targets(struct tracer *tr)
 {
 	const enum process_role roles[] = { ROLE_SCHEDULER, ROLE_APISERVER, ROLE_ETCD };
-	const pid_t given[] = { tr->opt.scheduler_pid, tr->opt.apiserver_pid, tr->opt.etcd_pid };
+	const struct trace_pids *given[] = { &tr->opt.scheduler_pids, &tr->opt.apiserver_pids,
+					     &tr->opt.etcd_pids };
+	/* --node with pids and no address: the node is those pids, nothing looked for by name. */
+	bool by_name =
+	    !tr->opt.node[0] || tr->opt.n_node_addrs || !(given[0]->n + given[1]->n + given[2]->n);
 	int found = 0, n, i;
 
+	tr->targets.node = tr->opt.node;
+	tr->targets.node_addrs = tr->opt.node_addrs;
+	tr->targets.n_node_addrs = tr->opt.n_node_addrs;
 	for (i = 0; i < 3; i++) {
-		n = targets__find(&tr->targets, roles[i], given[i]);
+		if (!given[i]->n && !by_name)
+			continue;
+		n = targets__find(&tr->targets, roles[i], given[i]->pid, given[i]->n);
 		if (n < 0)
 			return n;
 		found += n;
+	}
+	if (!found && tr->opt.n_node_addrs) {
+		fprintf(
+		    stderr,
+		    "bindtrace: no kube-scheduler, kube-apiserver or etcd process listens on or "
+		    "connects from node %s's addresses (give them with --scheduler-pid, "
+		    "--apiserver-pid, --etcd-pid)\n",
+		    tr->opt.node);
+		return -ESRCH;
 	}
 	if (!found) {
 		fprintf(stderr,
@@ -168,6 +189,8 @@ static int start(struct tracer *tr)
 		.have_scheduler = targets__has(&tr->targets, ROLE_SCHEDULER),
 		.have_apiserver = targets__has(&tr->targets, ROLE_APISERVER),
 		.have_etcd = targets__has(&tr->targets, ROLE_ETCD),
+		.node = tr->opt.node,
+		.node_scope = tr->opt.node[0] != '\0',
 	};
 	struct dispatch_deps deps = {
 		.targets = &tr->targets,
@@ -236,11 +259,91 @@ static void publish_metrics(struct tracer *tr)
 		bind_metrics__evidence(tr->metrics, ev.bytes, ev.max_bytes, ev.removed);
 }
 
+/* One traced process's connections to what is off the node, each said once. */
+struct off_node {
+	struct tracer *tr;
+	const struct target *t;
+	FILE *out;
+	struct endpoint said[16];
+	int n_said;
+};
+
+static void connection_off_node(void *ctx, const struct endpoint *local,
+				const struct endpoint *remote, bool listening)
+{
+	struct off_node *a = ctx;
+	const struct trace_options *opt = &a->tr->opt;
+	struct process_info peer_proc;
+	const char *peer = "a process", *what;
+	pid_t peer_pid;
+	int i;
+
+	/* Only what it connected to: the clients it accepted are theirs to trace. */
+	if (listening || sockets__is_listening(a->tr->sockets, a->t->proc.pid, local->port))
+		return;
+	if (opt->n_node_addrs && endpoint__in(remote, opt->node_addrs, opt->n_node_addrs))
+		return;
+	peer_pid = sockets__peer(a->tr->sockets, a->t->proc.pid, local, remote);
+	if (peer_pid && targets__of(&a->tr->targets, peer_pid))
+		return;
+	/* Given only pids, a peer on this host not among them is not on the node either. */
+	if (!opt->n_node_addrs && !peer_pid)
+		return;
+	for (i = 0; i < a->n_said; i++)
+		if (endpoint__equal(&a->said[i], remote))
+			return;
+	if (a->n_said < (int)(sizeof(a->said) / sizeof(a->said[0])))
+		a->said[a->n_said++] = *remote;
+	if (peer_pid && discover__process(peer_pid, &peer_proc) == 0) {
+		const char *base = strrchr(peer_proc.exe, '/');
+
+		peer = base ? base + 1 : peer_proc.exe;
+	}
+	what = a->t->role == ROLE_APISERVER && !strcmp(peer, "etcd")
+		   ? ": that member's side of its Txns (and its WAL fsync) is not observed here"
+	       : a->t->role == ROLE_SCHEDULER && !strcmp(peer, "kube-apiserver")
+		   ? ": that apiserver's side of its binds (and its etcd write) is not observed "
+		     "here"
+		   : ": its side is not observed here";
+	fprintf(a->out, "# node %s: %s pid %d talks to %s%s at %s, not on this node%s\n", opt->node,
+		process_role__name(a->t->role), a->t->proc.pid, peer,
+		peer_pid ? "" : " (not on this host)", endpoint__str(remote).s, what);
+}
+
+/* --node: the node, its addresses, the roles it has none of, and the connections of its
+ * scheduler and apiserver that leave it (what a tracer on this node cannot see). */
+static void print_node(struct tracer *tr, FILE *out)
+{
+	const enum process_role roles[] = { ROLE_SCHEDULER, ROLE_APISERVER, ROLE_ETCD };
+	int i;
+
+	if (!tr->opt.node[0])
+		return;
+	fprintf(out, "# node %s", tr->opt.node);
+	for (i = 0; i < tr->opt.n_node_addrs; i++)
+		fprintf(out, "%s%s", i ? ", " : " (", endpoint__str(&tr->opt.node_addrs[i]).s);
+	fprintf(out, "%s\n", tr->opt.n_node_addrs ? ")" : "");
+	for (i = 0; i < 3; i++)
+		if (!targets__has(&tr->targets, roles[i]))
+			fprintf(out,
+				"# node %s: no %s on this node: its stages of a bind are not "
+				"observed here (a tracer on its node sees them)\n",
+				tr->opt.node, process_role__name(roles[i]));
+	for (i = 0; i < tr->targets.n; i++) {
+		struct off_node a = { .tr = tr, .t = &tr->targets.t[i], .out = out };
+
+		if (a.t->role == ROLE_SCHEDULER || a.t->role == ROLE_APISERVER)
+			sockets__each_own(a.t->proc.pid, SOCKDIAG_ESTABLISHED, connection_off_node,
+					  &a);
+	}
+}
+
 static void print_header(struct tracer *tr, uint64_t attach_ns)
 {
 	FILE *out = tr->opt.json || tr->opt.summary_only || tr->opt.quiet ? stderr : stdout;
 	int i;
 
+	print_node(tr, out);
 	for (i = 0; i < tr->targets.n; i++) {
 		struct target *t = &tr->targets.t[i];
 		char release[160];

@@ -1,6 +1,8 @@
 /* The bind tracer's command line: see trace_cli.h. */
 #include <argp.h>
+#include <arpa/inet.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "trace_cli.h"
 #include "util.h"
@@ -26,13 +28,28 @@ enum {
 	OPT_OUTPUT,
 	OPT_EVIDENCE_MAX,
 	OPT_PROBE_READS,
+	OPT_NODE,
+	OPT_NODE_ADDRESS,
 };
 
 static const struct argp_option trace_argp_options[] = {
-	{ NULL, 0, NULL, 0, "Processes (default: found by executable name):", 1 },
-	{ "scheduler-pid", OPT_SCHEDULER_PID, "PID", 0, "The kube-scheduler to trace", 1 },
-	{ "apiserver-pid", OPT_APISERVER_PID, "PID", 0, "The kube-apiserver to trace", 1 },
-	{ "etcd-pid", OPT_ETCD_PID, "PID", 0, "The etcd to trace", 1 },
+	{ NULL, 0, NULL, 0,
+	  "Processes (default: found by executable name; each --*-pid may be repeated, a role "
+	  "given by pid is not looked for by name):",
+	  1 },
+	{ "scheduler-pid", OPT_SCHEDULER_PID, "PID", 0, "A kube-scheduler to trace", 1 },
+	{ "apiserver-pid", OPT_APISERVER_PID, "PID", 0, "A kube-apiserver to trace", 1 },
+	{ "etcd-pid", OPT_ETCD_PID, "PID", 0, "An etcd member to trace", 1 },
+	{ "node", OPT_NODE, "NAME", 0,
+	  "The control-plane node traced, named in every output (OTLP k8s.node.name; default: "
+	  "the host name there, none elsewhere); with --*-pid and no --node-address its "
+	  "processes are the pids given, none looked for by name",
+	  1 },
+	{ "node-address", OPT_NODE_ADDRESS, "ADDR", 0,
+	  "An address of --node (IPv4 or IPv6, repeatable): processes found by name are traced "
+	  "only when they listen on or connect from one; what they reach off the node is named as "
+	  "not observed",
+	  1 },
 	{ "no-watchers", OPT_NO_WATCHERS, NULL, 0,
 	  "Do not trace the apiserver's clients on this host (kubectl -w...) to see watch events "
 	  "arrive",
@@ -106,9 +123,85 @@ static const char trace_doc[] =
     "  sudo bindtrace --quiet --metrics 127.0.0.1:9464   # an agent: Prometheus scrapes it\n"
     "  sudo bindtrace --quiet --otlp http://127.0.0.1:4318   # traces to Jaeger / a collector\n"
     "  sudo bindtrace --json --output /var/log/bindtrace.jsonl   # kill -HUP after logrotate\n"
-    "  sudo bindtrace --scheduler-pid 812 --apiserver-pid 640 --etcd-pid 590\n";
+    "  sudo bindtrace --scheduler-pid 812 --apiserver-pid 640 --etcd-pid 590\n"
+    "  sudo bindtrace --node cp-1 --node-address 10.0.0.11 --otlp http://jaeger:4318\n"
+    "      # one tracer per control-plane node (HA): Jaeger joins each bind's spans\n"
+    "  sudo bindtrace --node cp-2 --etcd-pid 590 --etcd-pid 591 --apiserver-pid 640\n";
 
 static bool evidence_max_given;
+
+/* A Kubernetes node name: a DNS subdomain (RFC 1123), lowercase, at most 253 characters. */
+static bool node_name_ok(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (!n || n > 253 || s[0] == '.' || s[0] == '-' || s[n - 1] == '.' || s[n - 1] == '-')
+		return false;
+	for (i = 0; i < n; i++) {
+		bool alnum = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9');
+
+		if (!alnum && s[i] != '-' && s[i] != '.')
+			return false;
+		/* a label neither starts nor ends with '-', none is empty */
+		if (s[i] == '.' && (s[i + 1] == '.' || s[i + 1] == '-' || s[i - 1] == '-'))
+			return false;
+	}
+	return true;
+}
+
+static void add_pid(struct argp_state *state, struct trace_pids *p, const char *option,
+		    const char *arg)
+{
+	unsigned long v;
+
+	if (util__parse_ulong(arg, 1, 0x7fffffff, &v))
+		argp_error(state, "invalid pid '%s'", arg);
+	if (p->n == TRACE_PIDS_PER_ROLE)
+		argp_error(state, "%s given more than %d times", option, TRACE_PIDS_PER_ROLE);
+	p->pid[p->n++] = (pid_t)v;
+}
+
+static void add_node_address(struct argp_state *state, struct trace_options *opt, const char *arg)
+{
+	static const uint8_t zero[16];
+	uint8_t a[16] = { 0 };
+	struct endpoint e;
+	int i;
+
+	if (inet_pton(AF_INET, arg, a) == 1)
+		endpoint__set(&e, AF_INET, a, 0);
+	else if (inet_pton(AF_INET6, arg, a) == 1)
+		endpoint__set(&e, AF_INET6, a, 0);
+	else
+		argp_error(state, "invalid --node-address '%s' (an IPv4 or IPv6 address, no port)",
+			   arg);
+	if (!memcmp(e.addr, zero, sizeof(zero)))
+		argp_error(state, "invalid --node-address '%s': a wildcard address names no node",
+			   arg);
+	for (i = 0; i < opt->n_node_addrs; i++)
+		if (endpoint__equal(&opt->node_addrs[i], &e))
+			argp_error(state, "--node-address %s given twice", arg);
+	if (opt->n_node_addrs == TRACE_NODE_ADDRS)
+		argp_error(state, "--node-address given more than %d times", TRACE_NODE_ADDRS);
+	opt->node_addrs[opt->n_node_addrs++] = e;
+}
+
+/* A pid given twice, for one role or two: "pid 42 given twice (--etcd-pid, --etcd-pid)". */
+static void check_pids(struct argp_state *state, const struct trace_options *opt)
+{
+	const struct trace_pids *roles[] = { &opt->scheduler_pids, &opt->apiserver_pids,
+					     &opt->etcd_pids };
+	const char *names[] = { "--scheduler-pid", "--apiserver-pid", "--etcd-pid" };
+	int r, i, q, k;
+
+	for (r = 0; r < 3; r++)
+		for (i = 0; i < roles[r]->n; i++)
+			for (q = r; q < 3; q++)
+				for (k = q == r ? i + 1 : 0; k < roles[q]->n; k++)
+					if (roles[r]->pid[i] == roles[q]->pid[k])
+						argp_error(state, "pid %d given twice (%s, %s)",
+							   roles[r]->pid[i], names[r], names[q]);
+}
 
 static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 {
@@ -121,16 +214,26 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		opt->check = true;
 		break;
 	case OPT_SCHEDULER_PID:
+		add_pid(state, &opt->scheduler_pids, "--scheduler-pid", arg);
+		break;
 	case OPT_APISERVER_PID:
+		add_pid(state, &opt->apiserver_pids, "--apiserver-pid", arg);
+		break;
 	case OPT_ETCD_PID:
-		if (util__parse_ulong(arg, 1, 0x7fffffff, &v))
-			argp_error(state, "invalid pid '%s'", arg);
-		if (key == OPT_SCHEDULER_PID)
-			opt->scheduler_pid = (pid_t)v;
-		else if (key == OPT_APISERVER_PID)
-			opt->apiserver_pid = (pid_t)v;
-		else
-			opt->etcd_pid = (pid_t)v;
+		add_pid(state, &opt->etcd_pids, "--etcd-pid", arg);
+		break;
+	case OPT_NODE:
+		if (!node_name_ok(arg))
+			argp_error(state,
+				   "invalid --node '%s' (a node name: lowercase letters, digits, "
+				   "'-' and '.', at most 253)",
+				   arg);
+		if (opt->node[0] && strcmp(opt->node, arg))
+			argp_error(state, "--node given twice ('%s', '%s')", opt->node, arg);
+		util__copy(opt->node, sizeof(opt->node), arg);
+		break;
+	case OPT_NODE_ADDRESS:
+		add_node_address(state, opt, arg);
 		break;
 	case 'j':
 		opt->json = true;
@@ -226,6 +329,9 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
+		check_pids(state, opt);
+		if (opt->n_node_addrs && !opt->node[0])
+			argp_error(state, "--node-address needs --node NAME");
 		if (opt->report && !opt->pod_name[0])
 			argp_error(state, "--report needs --pod NS/NAME");
 		if (evidence_max_given && !opt->evidence)

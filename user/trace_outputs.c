@@ -47,8 +47,8 @@ static int open_otlp(struct trace_outputs *o)
 	char why[256], what[OTLP_URL_MAX + 200];
 	int on;
 
-	on = otlp_config__resolve(&cfg, o->opt->otlp, o->opt->otlp_queue_bytes, NULL, why,
-				  sizeof(why));
+	on = otlp_config__resolve(&cfg, o->opt->otlp, o->opt->otlp_queue_bytes,
+				  o->opt->node[0] ? o->opt->node : NULL, why, sizeof(why));
 	if (on < 0) {
 		fprintf(stderr, "bindtrace: --otlp: %s\n", why);
 		errno = EINVAL;
@@ -179,6 +179,7 @@ void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 	identities__wait(o->identities);
 	/* Read once, the same for every output. */
 	bind_view__init(&view, t, o->wall_offset_ns);
+	view.tracer_node = o->opt->node;
 	if (o->perfetto)
 		perfetto__bind(o->perfetto, &view);
 	if (o->evidence && evidence__bind(o->evidence, &view, o->identities))

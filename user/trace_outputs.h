@@ -14,8 +14,15 @@
 
 #include "bindview.h"
 #include "decode.h"
+#include "endpoint.h"
 #include "events.h"
 #include "otlp.h"
+
+/* Processes of one role given with --scheduler-pid etc. (each option repeatable), and the
+ * addresses of --node-address (repeatable). */
+#define TRACE_PIDS_PER_ROLE 8
+#define TRACE_NODE_ADDRS 8
+#define TRACE_NODE_MAX 254 /* a Kubernetes node name: a DNS subdomain, at most 253 */
 
 struct evidence_quota_stats;
 struct go_binary;
@@ -42,7 +49,17 @@ struct trace_options {
 	unsigned long duration_s;
 	unsigned long ringbuf_bytes;
 	unsigned long linger_ms;
-	pid_t scheduler_pid, apiserver_pid, etcd_pid;
+	/* --scheduler-pid, --apiserver-pid, --etcd-pid: n of each, in the order given. */
+	struct trace_pids {
+		pid_t pid[TRACE_PIDS_PER_ROLE];
+		int n;
+	} scheduler_pids, apiserver_pids, etcd_pids;
+	/* --node NAME: the node whose processes are traced, named in every output ("": not
+	 * given; OTLP then names the host). --node-address: its addresses (port 0); processes found
+	 * by name are traced only when they listen on or connect from one of them. */
+	char node[TRACE_NODE_MAX];
+	struct endpoint node_addrs[TRACE_NODE_ADDRS];
+	int n_node_addrs;
 };
 
 struct trace_outputs;

@@ -181,6 +181,8 @@ static void etcd_watch(struct correlator *c, const struct actor *who, uint64_t f
 	ev->kv.mod_revision = REVISION;
 	ev->kv.value.kind = K8S_KIND_POD;
 	snprintf(ev->kv.value.pod.node_name, sizeof(ev->kv.value.pod.node_name), "node-1");
+	snprintf(ev->kv.value.meta.uid, sizeof(ev->kv.value.meta.uid),
+		 "7c9e6679-7425-40de-944b-e07fc1f90ae7");
 	ev->has_prev_kv = true;
 	correlator__message(c, who, m);
 }
@@ -317,11 +319,93 @@ out:
 	free(r);
 }
 
+/* One tracer per node (--node): on a node whose apiserver did not serve the Binding, the write
+ * reaches its apiserver only through its etcd member's watch, and fans out to its watchers. It
+ * is emitted once, as served elsewhere: bound, the UID and revision from etcd's event, the
+ * watcher's legs, the other stages explained and not counted missing. Without node scope
+ * nothing is emitted, as before; and on the node that served it, one bind as ever. */
+static void check_node_scope(void)
+{
+	const struct addresses *a = &runs[0];
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+		.node = "cp-2",
+		.node_scope = true,
+	};
+	struct actor api_watch =
+			 actor(641, "kube-apiserver", ROLE_APISERVER, 2003, a->apiserver_watch),
+		     api_watcher =
+			 actor(641, "kube-apiserver", ROLE_APISERVER, 2102, a->apiserver_watcher),
+		     watcher = actor(7000, "kube-scheduler", ROLE_WATCHER, 4001, a->watcher_end);
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c;
+	const struct bind_timeline *t = &r->t;
+	int s;
+
+	CHECK(r != NULL, "result");
+	if (!r)
+		return;
+	for (int scoped = 0; scoped < 2; scoped++) {
+		opt.node_scope = scoped;
+		memset(r, 0, sizeof(*r));
+		c = correlator__new(&opt, on_bind, r);
+		CHECK(c != NULL, "correlator");
+		if (!c)
+			break;
+		etcd_watch(c, &api_watch, 1000, 1010);
+		/* The event's value names the pod and its UID, as etcd's watch of the write does. */
+		watch_event(c, &api_watcher, CONN_DIR_OUT, 1300, 1310);
+		watch_event(c, &watcher, CONN_DIR_IN, 1400, 1410);
+		correlator__tick(c, B + 10000000 * US, true);
+		correlator__free(c);
+		if (!scoped) {
+			CHECK(r->binds == 0, "no node scope: nothing emitted, got %d", r->binds);
+			continue;
+		}
+		CHECK(r->binds == 1, "node scope: one bind, got %d", r->binds);
+		CHECK(t->served_elsewhere, "served elsewhere");
+		CHECK(t->result == BIND_RESULT_BOUND, "bound (%s)", bind_result__name(t->result));
+		CHECK_INT(t->revision, REVISION);
+		CHECK_STR(t->node, "node-1");
+		CHECK_STR(t->uid, "7c9e6679-7425-40de-944b-e07fc1f90ae7");
+		CHECK(t->stages[STAGE_ETCD_WATCH_EVENT].seen, "etcd's watch event");
+		CHECK(t->n_watchers == 1 && t->watchers[0].received.seen,
+		      "the watcher's delivery (%d watchers)", t->n_watchers);
+		CHECK(t->missing == 0, "nothing counted missing, got %d", t->missing);
+		for (s = STAGE_BIND_REQUEST; s < STAGE_MAX; s++)
+			if (s != STAGE_ETCD_WATCH_EVENT)
+				CHECK(strstr(t->stages[s].missing,
+					     "served by another node's apiserver") &&
+					  strstr(t->stages[s].missing, "not on cp-2"),
+				      "%s: %s", stage__name(s), t->stages[s].missing);
+		CHECK(strstr(r->json, "\"served_elsewhere\":true") != NULL, "in the JSON");
+	}
+
+	/* The node that served it: one bind, not served elsewhere, as without node scope. */
+	memset(r, 0, sizeof(*r));
+	opt.node = "cp-1";
+	c = correlator__new(&opt, on_bind, r);
+	if (c) {
+		play(c, a);
+		correlator__tick(c, B + 10000000 * US, true);
+		correlator__free(c);
+		CHECK(r->binds == 1 && !t->served_elsewhere && t->missing == 0,
+		      "the serving node: %d binds, served elsewhere %d, %d missing", r->binds,
+		      t->served_elsewhere, t->missing);
+	}
+	free(r);
+}
+
 int main(void)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++)
 		check_run(&runs[i]);
+	check_node_scope();
 	return check_summary("correlate");
 }

@@ -190,7 +190,7 @@ static void test_bind_metrics(const char *dir)
 	      "%s", text);
 	CHECK(!contains(text, "no_etcd_write"), "a 409's etcd stages are not counted: %s", text);
 	CHECK(contains(text, "bindtrace_target_info{role=\"kube-apiserver\",pid=\"4242\","
-			     "version=\"v1.33.13\",go_version=\"go1.26.8\"} 1\n"),
+			     "version=\"v1.33.13\",go_version=\"go1.26.8\",node=\"\"} 1\n"),
 	      "%s", text);
 	CHECK(!contains(text, "pid=\"4243\""), "a detached target has no info: %s", text);
 	CHECK(contains(text, "bindtrace_target_attached{role=\"etcd\"} 0\n"), "%s", text);
@@ -206,8 +206,13 @@ static void test_bind_metrics(const char *dir)
 	CHECK_STR(bind_metrics__reason_label("the bind began before bindtrace attached"),
 		  "started_before_attach");
 	CHECK_STR(bind_metrics__reason_label("something new"), "other");
+	CHECK_STR(bind_metrics__reason_label("not on this node (cp-3): no kube-scheduler traced "
+					     "here, seen only by a tracer on its node"),
+		  "not_on_node");
 
-	/* A restart: the apiserver is now pid 4244; the old pid's info goes. */
+	/* A restart: the apiserver is now pid 4244; the old pid's info goes. With --node, the
+	 * node is a label of each. */
+	bind_metrics__set_node(bm, "cp-1");
 	bind_metrics__targets_begin(bm);
 	bind_metrics__target(bm, ROLE_APISERVER, 4244, true, "v1.33.13", "go1.26.8");
 	bind_metrics__targets_end(bm);
@@ -216,6 +221,10 @@ static void test_bind_metrics(const char *dir)
 
 		CHECK(contains(after, "pid=\"4244\"") && !contains(after, "pid=\"4242\""),
 		      "after a restart: %s", after);
+		CHECK(contains(after, "bindtrace_target_info{role=\"kube-apiserver\",pid=\"4244\","
+				      "version=\"v1.33.13\",go_version=\"go1.26.8\",node=\"cp-1\"} "
+				      "1\n"),
+		      "the node label: %s", after);
 		free(after);
 	}
 	if (dir && text) {
