@@ -1066,23 +1066,128 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 	}
 }
 
+/* The pod's watch events (sent and received) still in the ring, oldest first: at most this many
+ * are looked at per bind (a pod is sent a few per watcher). */
+#define MAX_POD_EVENTS 512
+
+/* The observation of a frame on the watcher's end: the same event read from the same stream of
+ * the same connection. */
+static const struct observation *frame_received(const struct observation *sent,
+						const struct observation *const *ev, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ev[i]->kind == OBS_WATCH_RECEIVED && ev[i]->revision == sent->revision &&
+		    ev[i]->stream_id == sent->stream_id && same_connection(&ev[i]->who, &sent->who))
+			return ev[i];
+	return NULL;
+}
+
+static void frame_set(struct watch_frame *f, const struct observation *o,
+		      const struct observation *r)
+{
+	util__copy(f->type, sizeof(f->type), o->event_type);
+	f->revision = o->revision;
+	f->sent_ns = o->first_ns;
+	f->received_ns = r ? r->last_ns : 0;
+	util__copy(f->node, sizeof(f->node), o->node);
+}
+
+static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from, uint64_t to,
+		    bool *drop);
+
+/* Every frame the watcher's stream (the one `bind_ev` came on) was sent about the pod, from its
+ * last ADDED up to the bind's event, and what the ones between did to nodeName. */
+static void resolve_frames(struct correlator *c, struct bind_timeline *t, struct watcher *w,
+			   const struct observation *bind_ev, const struct observation *const *ev,
+			   int n)
+{
+	const struct observation *o, *prev = NULL;
+	int i, first = -1, k;
+	bool drop = false;
+	uint64_t from;
+
+	/* From the last ADDED of this stream at or before the bind's revision. */
+	for (i = 0; i < n && ev[i] != bind_ev; i++) {
+		o = ev[i];
+		if (o->kind == OBS_WATCH_SENT && o->who.pid == bind_ev->who.pid &&
+		    o->who.conn == bind_ev->who.conn && o->stream_id == bind_ev->stream_id &&
+		    o->revision <= t->revision && strcmp(o->event_type, "ADDED") == 0)
+			first = i;
+	}
+	if (first < 0) {
+		uint64_t oldest =
+		    c->obs_next > MAX_OBS ? c->obs[c->obs_next % MAX_OBS].first_ns : 0;
+		const struct stage *cr = &t->stages[STAGE_CREATE_REQUEST];
+
+		if (t->created_before_attach)
+			w->frames_start = FRAMES_BEFORE_ATTACH;
+		else if (oldest && (!cr->seen || oldest > cr->first_ns))
+			w->frames_start = FRAMES_AGED_OUT;
+		else
+			w->frames_start = FRAMES_NO_ADDED;
+		first = 0;
+	}
+	for (i = first; i < n; i++) {
+		o = ev[i];
+		if (o->kind != OBS_WATCH_SENT || o->who.pid != bind_ev->who.pid ||
+		    o->who.conn != bind_ev->who.conn || o->stream_id != bind_ev->stream_id ||
+		    o->revision > t->revision)
+			continue;
+		/* A Table and the object it carries are one event. */
+		if (prev && prev->revision == o->revision &&
+		    !strcmp(prev->event_type, o->event_type))
+			continue;
+		if (o != bind_ev && o->revision == t->revision)
+			continue;
+		k = w->n_frames + w->frames_not_kept;
+		if (k && o != bind_ev && strcmp(o->node, ev[first]->node) != 0 &&
+		    w->frames_start == FRAMES_FROM_ADDED && !w->frames_changed++)
+			frame_set(&w->changed_at, o, NULL);
+		if (o == bind_ev || w->n_frames < BIND_MAX_WATCH_FRAMES - 1)
+			frame_set(&w->frames[w->n_frames++], o, frame_received(o, ev, n));
+		else
+			w->frames_not_kept++;
+		prev = o;
+		if (o == bind_ev)
+			break;
+	}
+	/* Losses on this connection while the frames came. */
+	from = w->n_frames ? w->frames[0].sent_ns : bind_ev->first_ns;
+	if (lost_on(c, &w->sent, from, bind_ev->last_ns, &drop) || drop)
+		w->frames_lost = true;
+}
+
 static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
-	struct observation *o, *r;
-	uint64_t i, j, hash;
-	int k;
+	const struct observation *ev[MAX_POD_EVENTS], *o, *r;
+	struct observation *x;
+	uint64_t i, hash;
+	int k, n = 0, e;
 
 	if (!t->revision)
 		return;
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
-	for_each_obs(c, o, i)
+	/* The pod's watch events, the newest MAX_POD_EVENTS of them. */
+	for_each_obs(c, x, i)
 	{
+		if ((x->kind != OBS_WATCH_SENT && x->kind != OBS_WATCH_RECEIVED) ||
+		    !obs_key_is(x, key, hash))
+			continue;
+		if (n == MAX_POD_EVENTS) {
+			memmove(ev, ev + 1, sizeof(ev) - sizeof(ev[0]));
+			n--;
+		}
+		ev[n++] = x;
+	}
+	for (e = 0; e < n; e++) {
 		struct watcher *w = NULL;
 
-		if (o->kind != OBS_WATCH_SENT || o->revision != t->revision ||
-		    !obs_key_is(o, key, hash))
+		o = ev[e];
+		if (o->kind != OBS_WATCH_SENT || o->revision != t->revision)
 			continue;
 		/* One watcher per stream: a Table and its object are the same event. */
 		for (k = 0; k < t->n_watchers; k++)
@@ -1104,19 +1209,14 @@ static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 		util__copy(w->node_after, sizeof(w->node_after), o->node);
 		w->before_known = t->node_before_known;
 		util__copy(w->node_before, sizeof(w->node_before), t->node_before);
-		for_each_obs(c, r, j)
-		{
-			if (r->kind == OBS_WATCH_RECEIVED && r->revision == t->revision &&
-			    r->stream_id == o->stream_id && same_connection(&r->who, &o->who) &&
-			    obs_key_is(r, key, hash)) {
-				set_stage(&w->received, &r->who, r->last_ns, r->first_ns,
-					  r->last_ns, r->stream_id);
-				break;
-			}
-		}
-		if (!w->received.seen)
+		r = frame_received(o, ev, n);
+		if (r)
+			set_stage(&w->received, &r->who, r->last_ns, r->first_ns, r->last_ns,
+				  r->stream_id);
+		else
 			snprintf(w->received.missing, sizeof(w->received.missing),
 				 "the watcher is not traced");
+		resolve_frames(c, t, w, o, ev, n);
 	}
 }
 
@@ -1130,11 +1230,20 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
+	/* An unschedulable pod's: the give-up stack, the latest before its status PATCH. */
+	if (t->result == BIND_RESULT_UNSCHEDULABLE) {
+		for_each_obs(c, o, i) if (o->kind == OBS_CALL && o->citation &&
+					  o->citation->giveup && obs_key_is(o, key, hash) &&
+					  o->first_ns <= before) best = o;
+		if (best)
+			t->citation = *best->citation;
+		return;
+	}
 	/* The POST's call, else (no probe on the POST) the queueing call. */
 	for_each_obs(c, o, i)
 	{
-		if (o->kind == OBS_CALL && o->citation && obs_key_is(o, key, hash) &&
-		    o->first_ns <= before &&
+		if (o->kind == OBS_CALL && o->citation && !o->citation->giveup &&
+		    obs_key_is(o, key, hash) && o->first_ns <= before &&
 		    (!best || best->citation->queued || !o->citation->queued))
 			best = o;
 	}
@@ -1148,7 +1257,8 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 	for_each_obs(c, o, i)
 	{
 		if (o->kind == OBS_CALL && o->citation && o->citation->queued &&
-		    obs_key_is(o, key, hash) && o->first_ns <= best->first_ns &&
+		    !o->citation->giveup && obs_key_is(o, key, hash) &&
+		    o->first_ns <= best->first_ns &&
 		    (!o->citation->object || !best->citation->object ||
 		     o->citation->object == best->citation->object))
 			queued = o;
@@ -1340,7 +1450,6 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 		}
 		if (start != UINT64_MAX)
 			resolve_etcd(c, t, start, end);
-		resolve_watchers(c, t);
 		switch (t->status_code) {
 		case 0:
 			t->result = BIND_RESULT_UNKNOWN;
@@ -1361,6 +1470,10 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	}
 	resolve_citation(c, t);
 	resolve_pending(c, t);
+	/* After the pending state: whether the pod was created before attach tells why a
+	 * watcher's frames begin without its ADDED. */
+	if (t->result != BIND_RESULT_UNSCHEDULABLE)
+		resolve_watchers(c, t);
 	explain_missing(c, t, b->close_after_ns);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;

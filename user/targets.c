@@ -176,6 +176,21 @@ const char targets__queue_probe[] =
     "k8s.io/kubernetes/pkg/scheduler/backend/api_cache.(*APICache).BindPod";
 static const struct bind_probe queue_probe = { targets__queue_probe, 1 };
 
+/* Where the scheduler's failure handler patches an unschedulable pod's status:
+ * updatePod(ctx, client, [apiCacher,] pod, ...). ABIInternal: ctx in RAX+RBX, client in RCX+RDI;
+ * the pod follows in RSI up to 1.33, in R9 from 1.34 on (an APICacher interface comes first). */
+const char targets__giveup_probe[] = "k8s.io/kubernetes/pkg/scheduler.updatePod";
+
+/* The minor release of "v1.N.x", 0 when unknown. */
+static int k8s_minor(const char *version)
+{
+	int major = 0, minor = 0;
+
+	if (sscanf(version, "v%d.%d", &major, &minor) != 2 || major != 1)
+		return 0;
+	return minor;
+}
+
 /* A uprobe of go_call on p->func, validated; NULL when the binary has no such function. */
 static struct bpf_link *attach_call(struct targets *ts, struct target *t, const char *path,
 				    const struct bind_probe *p, __u64 flags)
@@ -206,6 +221,13 @@ static void probe_bind_call(struct targets *ts, struct target *t, const char *pa
 			t->call_probe = bind_probes[i].func;
 	}
 	t->queue_link = attach_call(ts, t, path, &queue_probe, CALL_COOKIE_QUEUED);
+	/* A release whose updatePod's arguments are not known is not probed there. */
+	if (k8s_minor(t->k8s_version)) {
+		struct bind_probe giveup = { targets__giveup_probe,
+					     k8s_minor(t->k8s_version) >= 34 ? 6 : 4 };
+
+		t->giveup_link = attach_call(ts, t, path, &giveup, CALL_COOKIE_GIVEUP);
+	}
 	if (!t->call_link)
 		fprintf(
 		    stderr,
@@ -299,23 +321,26 @@ static void detach_target(struct targets *ts, struct target *t)
 	struct process_info now;
 	struct bpf_link **links;
 
-	if ((t->tls.n_links || t->call_link || t->queue_link) &&
+	if ((t->tls.n_links || t->call_link || t->queue_link || t->giveup_link) &&
 	    discover__process(t->proc.pid, &now) == -ESRCH &&
-	    (links = realloc(t->tls.links, (t->tls.n_links + 2) * sizeof(*links)))) {
+	    (links = realloc(t->tls.links, (t->tls.n_links + 3) * sizeof(*links)))) {
 		size_t n = t->tls.n_links;
 
 		if (t->call_link)
 			links[n++] = t->call_link;
 		if (t->queue_link)
 			links[n++] = t->queue_link;
+		if (t->giveup_link)
+			links[n++] = t->giveup_link;
 		link_reaper__add(&ts->reaper, links, n);
 		t->tls.links = NULL;
 		t->tls.n_links = 0;
-		t->call_link = t->queue_link = NULL;
+		t->call_link = t->queue_link = t->giveup_link = NULL;
 	}
 	bpf_link__destroy(t->call_link);
 	bpf_link__destroy(t->queue_link);
-	t->call_link = t->queue_link = NULL;
+	bpf_link__destroy(t->giveup_link);
+	t->call_link = t->queue_link = t->giveup_link = NULL;
 	tls_attachment__detach(&t->tls);
 	go_binary__close(t->gb);
 	t->gb = NULL;
@@ -485,7 +510,8 @@ void targets__close(struct targets *ts)
 	for (i = 0; i < ts->n; i++) {
 		bpf_link__destroy(ts->t[i].call_link);
 		bpf_link__destroy(ts->t[i].queue_link);
-		ts->t[i].call_link = ts->t[i].queue_link = NULL;
+		bpf_link__destroy(ts->t[i].giveup_link);
+		ts->t[i].call_link = ts->t[i].queue_link = ts->t[i].giveup_link = NULL;
 		tls_attachment__detach(&ts->t[i].tls);
 		go_binary__close(ts->t[i].gb);
 		ts->t[i].gb = NULL;
