@@ -35,6 +35,7 @@
 #define DEFAULT_MAX_PENDING 8192
 #define DEFAULT_PENDING_AGE_NS (600ull * 1000000000ull)
 #define MAX_CREATE_TXNS 256 /* create Txns awaiting their response */
+#define MAX_NAMELESS 64	    /* creates of generateName'd pods awaiting their 201 */
 #define PENDING_STAGES (STAGE_BIND_REQUEST - STAGE_CREATE_REQUEST)
 
 enum obs_kind {
@@ -94,6 +95,19 @@ struct pending_pod {
 	uint64_t first_ns;			   /* when it was first seen */
 	int64_t create_revision;
 	struct stage stages[PENDING_STAGES]; /* by stage_id - STAGE_CREATE_REQUEST */
+	/* The apiserver read a request carrying this Pod without its method and path: on a
+	 * connection opened before bindtrace attached (HTTP/2 header state unknown). */
+	bool headerless;
+};
+
+/* The apiserver read a create of a generateName'd pod: the name is in its 201, on the same stream
+ * of the same connection. */
+struct nameless_create {
+	pid_t pid;
+	uint64_t conn;
+	uint32_t stream_id;
+	char ns[BIND_NS_MAX];
+	struct stage stage;
 };
 
 /* A create Txn of a pending pod, on one end of the apiserver-etcd connection, until its answer. */
@@ -136,6 +150,8 @@ struct correlator {
 	struct create_txn create_txns[MAX_CREATE_TXNS];
 	uint64_t create_txn_next;
 	struct strpool *strs; /* the observations' strings */
+	struct nameless_create nameless[MAX_NAMELESS];
+	uint64_t nameless_next;
 };
 
 static const char *const stage_names[STAGE_MAX] = {
@@ -502,7 +518,7 @@ static bool parse_pods_collection(const char *path, char *ns, size_t ns_len)
 }
 
 /* The apiserver read a client's POST of a pod (the name from its body: a generateName'd pod has
- * none yet and is met at its create Txn). */
+ * none yet: its request waits for the 201 that names it). */
 static void on_create_request(struct correlator *c, const struct actor *who,
 			      const struct decoded_msg *msg, const char *ns)
 {
@@ -511,10 +527,65 @@ static void on_create_request(struct correlator *c, const struct actor *who,
 	if (who->role != ROLE_APISERVER || msg->body_kind != BODY_K8S ||
 	    msg->body.k8s.kind != K8S_KIND_POD || !msg->body.k8s.meta.name[0])
 		return;
+	if (msg->body.k8s.meta.generated_name) {
+		struct nameless_create *n = &c->nameless[c->nameless_next++ % MAX_NAMELESS];
+
+		n->pid = who->pid;
+		n->conn = who->conn;
+		n->stream_id = msg->stream_id;
+		util__copy(n->ns, sizeof(n->ns),
+			   msg->body.k8s.meta.namespace[0] ? msg->body.k8s.meta.namespace : ns);
+		set_stage(&n->stage, who, msg->ts_last_ns, msg->ts_first_ns, msg->ts_last_ns,
+			  msg->stream_id);
+		return;
+	}
 	snprintf(key, sizeof(key), "%s/%s",
 		 msg->body.k8s.meta.namespace[0] ? msg->body.k8s.meta.namespace : ns,
 		 msg->body.k8s.meta.name);
 	pending_set(c, key, STAGE_CREATE_REQUEST, who, msg, msg->ts_last_ns);
+}
+
+/* The apiserver's answer to a create of a generateName'd pod: the created Pod names it. */
+static void on_create_response(struct correlator *c, const struct actor *who,
+			       const struct decoded_msg *msg)
+{
+	const struct k8s_meta *m = &msg->body.k8s.meta;
+	uint64_t i, n = c->nameless_next;
+	char key[KEY_MAX];
+
+	if (msg->body_kind != BODY_K8S || msg->body.k8s.kind != K8S_KIND_POD || !m->name[0] ||
+	    m->generated_name)
+		return;
+	for (i = n > MAX_NAMELESS ? n - MAX_NAMELESS : 0; i < n; i++) {
+		struct nameless_create *x = &c->nameless[i % MAX_NAMELESS];
+		struct pending_pod *p;
+
+		if (x->pid != who->pid || x->conn != who->conn || x->stream_id != msg->stream_id)
+			continue;
+		x->pid = 0;
+		snprintf(key, sizeof(key), "%s/%s", m->namespace[0] ? m->namespace : x->ns,
+			 m->name);
+		p = pending_find(c, key, true, x->stage.first_ns);
+		if (p && !p->stages[0].seen)
+			p->stages[0] = x->stage;
+		return;
+	}
+}
+
+/* A Pod in a request the apiserver read without its method and path: what it was cannot be
+ * told, but its pod's create request, if it was one, predates what bindtrace can decode. */
+static void on_headerless_pod(struct correlator *c, const struct decoded_msg *msg)
+{
+	const struct k8s_meta *m = &msg->body.k8s.meta;
+	char key[KEY_MAX];
+	struct pending_pod *p;
+
+	if (!m->name[0] || m->generated_name || !m->namespace[0] || msg->body.k8s.pod.node_name[0])
+		return;
+	snprintf(key, sizeof(key), "%s/%s", m->namespace, m->name);
+	p = pending_find(c, key, true, msg->ts_first_ns);
+	if (p)
+		p->headerless = true;
 }
 
 /* A Txn that creates a pod (its compare: mod_revision == 0), seen by the apiserver or etcd:
@@ -574,6 +645,11 @@ static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 	for (s = 0; s < PENDING_STAGES; s++)
 		if (p->stages[s].seen)
 			t->stages[STAGE_CREATE_REQUEST + s] = p->stages[s];
+	if (!p->stages[0].seen && p->headerless)
+		util__copy(t->stages[STAGE_CREATE_REQUEST].missing,
+			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing),
+			   "read without its method and path: the client's connection predates "
+			   "bindtrace's attach (its HTTP/2 header state is unknown)");
 	t->create_revision = p->create_revision;
 	if (t->result == BIND_RESULT_BOUND)
 		p->used = false;
@@ -702,6 +778,15 @@ static void on_http(struct correlator *c, const struct actor *who, const struct 
 	if (request && strcmp(msg->http.method, "POST") == 0 &&
 	    parse_pods_collection(msg->http.path, ns, sizeof(ns))) {
 		on_create_request(c, who, msg, ns);
+		return;
+	}
+	if (who->role == ROLE_APISERVER && !request && c->nameless_next) {
+		on_create_response(c, who, msg);
+		return;
+	}
+	if (who->role == ROLE_APISERVER && request && !msg->http.path[0] &&
+	    msg->body_kind == BODY_K8S && msg->body.k8s.kind == K8S_KIND_POD) {
+		on_headerless_pod(c, msg);
 		return;
 	}
 	if (who->role != ROLE_SCHEDULER || strcmp(msg->http.method, "GET") == 0 ||

@@ -428,5 +428,44 @@ def unschedulable(path, name, pods_file, inspect_path=None):
         check_giveup(b.get("citation"), inspect_path)
 
 
+def report(md_path, jsonl_path):
+    """The report's exercise section, against the same bind's JSON: the sub-path's four steps
+    each observed, schedule_one.go cited at the citation's line and commit, etcd's nodeName
+    before/after and each watcher's check line, and the four reasons for a separate write each
+    observed with the bind's own values (UID, compared revision, the apiserver's pid)."""
+    md = open(md_path).read()
+    b = load(jsonl_path)[0]
+    if "## The exercise, from this bind's evidence" not in md:
+        fail("no exercise section in the report")
+    ex = md.split("## The exercise, from this bind's evidence", 1)[1].split("\n## ", 1)[0]
+    if "*Not observed*" in ex:
+        fail("a claim of the exercise not observed: " +
+             "; ".join(l for l in ex.split("\n") if "*Not observed*" in l))
+    c = b["citation"]
+    want = [
+        "1. **watch cache** (kube-apiserver): sent the pod's ADDED",
+        "2. **scheduler informer** (kube-scheduler): read the ADDED",
+        f"3. **schedule_one.go**: `{c['file']}:{c['line']}`",
+        f"`{c['caller']['file']}:{c['caller']['line']}`",
+        f"commit `{c['commit']}`" if c["commit"] else "3. **schedule_one.go**",
+        f"4. **Binding**: kube-scheduler POSTed `pods/{b['pod']['name']}/binding` (target "
+        f"`{b['node']}`)",
+        f"- **etcd** (the watch event's prev_kv at revision {b['revision']}): \"\" → "
+        f"\"{b['node']}\"",
+        f"carries `metadata.uid` `{b['pod']['uid']}`",
+        f"compared `mod_revision == {b['etcd_txn_attempts'][-1]['compare_mod_revision']}` and "
+        f"succeeded, writing revision {b['revision']}",
+        f"The Txn was sent by kube-apiserver (pid {b['stages']['etcd_txn_sent']['pid']})",
+        f"its informer read the MODIFIED carrying nodeName \"{b['node']}\" (revision "
+        f"{b['revision']})",
+    ]
+    want += [f"{w['frames_check'].replace('|', chr(92) + '|')}" for w in b["watchers"]]
+    lacking = [w for w in want if w not in ex]
+    if lacking:
+        fail(f"the exercise section lacks: {lacking}")
+    print(f"report {md_path}: the exercise section holds {len(want)} facts of the bind")
+
+
 if __name__ == "__main__":
-    {"one": one, "burst": burst, "unschedulable": unschedulable}[sys.argv[1]](*sys.argv[2:])
+    {"one": one, "burst": burst, "unschedulable": unschedulable,
+     "report": report}[sys.argv[1]](*sys.argv[2:])

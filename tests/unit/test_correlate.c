@@ -466,6 +466,84 @@ out:
 	free(r);
 }
 
+/* The pod's create, as the apiserver read it: a generateName'd pod's POST is named by its 201 on
+ * the same stream; a Pod read without method and path (a connection opened before attaching)
+ * leaves create_request missing, saying so; the create Txn and its answer make it a pod created
+ * while traced. */
+static void check_create(bool generated, bool headerless)
+{
+	const struct addresses *a = &runs[0];
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+	};
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = correlator__new(&opt, on_bind, r);
+	struct actor client = actor(640, "kube-apiserver", ROLE_APISERVER, 2200,
+				    "[::1]:6443 [::1]:47000"),
+		     api_etcd =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2002, a->apiserver_etcd);
+	struct decoded_msg *m;
+	const char *name = generated ? "web-" : "web-0";
+
+	CHECK(r && c, "correlator");
+	if (!r || !c)
+		goto out;
+	m = message(DECODED_REQUEST, CONN_DIR_IN, 11, 1, 2);
+	if (!headerless) {
+		snprintf(m->http.method, sizeof(m->http.method), "POST");
+		snprintf(m->http.path, sizeof(m->http.path), "/api/v1/namespaces/default/pods");
+	}
+	m->body_kind = BODY_K8S;
+	m->body.k8s.kind = K8S_KIND_POD;
+	m->body.k8s.meta.generated_name = generated;
+	snprintf(m->body.k8s.meta.namespace, sizeof(m->body.k8s.meta.namespace), "default");
+	snprintf(m->body.k8s.meta.name, sizeof(m->body.k8s.meta.name), "%s", name);
+	correlator__message(c, &client, m);
+	m = message(DECODED_GRPC_REQUEST, CONN_DIR_OUT, 9, 3, 4);
+	m->body_kind = BODY_ETCD_TXN;
+	snprintf(m->body.txn.compare_key, sizeof(m->body.txn.compare_key), POD_KEY);
+	m->body.txn.has_put = true;
+	snprintf(m->body.txn.put.key, sizeof(m->body.txn.put.key), POD_KEY);
+	correlator__message(c, &api_etcd, m);
+	m = message(DECODED_GRPC_RESPONSE, CONN_DIR_IN, 9, 5, 6);
+	m->body_kind = BODY_ETCD_TXN_RESPONSE;
+	m->body.txn_response.header.revision = REVISION - 10;
+	m->body.txn_response.succeeded = true;
+	correlator__message(c, &api_etcd, m);
+	m = message(DECODED_RESPONSE, CONN_DIR_OUT, 11, 7, 8);
+	m->http.status = 201;
+	m->body_kind = BODY_K8S;
+	m->body.k8s.kind = K8S_KIND_POD;
+	snprintf(m->body.k8s.meta.namespace, sizeof(m->body.k8s.meta.namespace), "default");
+	snprintf(m->body.k8s.meta.name, sizeof(m->body.k8s.meta.name), "web-0");
+	correlator__message(c, &client, m);
+	play(c, a);
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1, "create (generated %d, headerless %d): one bind", generated,
+	      headerless);
+	CHECK(!r->t.created_before_attach && r->t.create_revision == REVISION - 10,
+	      "create (generated %d, headerless %d): created while traced, at %lld", generated,
+	      headerless, (long long)r->t.create_revision);
+	if (headerless)
+		CHECK(!r->t.stages[STAGE_CREATE_REQUEST].seen &&
+			  strstr(r->t.stages[STAGE_CREATE_REQUEST].missing,
+				 "predates bindtrace's attach"),
+		      "headerless create: create_request missing, saying why: '%s'",
+		      r->t.stages[STAGE_CREATE_REQUEST].missing);
+	else
+		CHECK(r->t.stages[STAGE_CREATE_REQUEST].seen &&
+			  r->t.stages[STAGE_CREATE_REQUEST].mono_ns == B + 2 * US,
+		      "create (generated %d): create_request seen at the POST (%s)", generated,
+		      r->t.stages[STAGE_CREATE_REQUEST].missing);
+out:
+	correlator__free(c);
+	free(r);
+}
+
 int main(void)
 {
 	size_t i;
@@ -474,5 +552,8 @@ int main(void)
 		check_run(&runs[i]);
 	for (i = 0; i < sizeof(frames_cases) / sizeof(frames_cases[0]); i++)
 		check_frames(&frames_cases[i]);
+	check_create(false, false);
+	check_create(true, false);
+	check_create(false, true);
 	return check_summary("correlate");
 }
