@@ -630,6 +630,10 @@ static void on_create_txn_response(struct correlator *c, const struct actor *who
 	}
 }
 
+#define HEADERLESS                                                                                 \
+	"read without its method and path: the client's connection predates bindtrace's attach "   \
+	"(its HTTP/2 header state is unknown)"
+
 /* Moves the pod's pending stages into its bind; a bound pod's state is done with. */
 static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 {
@@ -647,9 +651,7 @@ static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 			t->stages[STAGE_CREATE_REQUEST + s] = p->stages[s];
 	if (!p->stages[0].seen && p->headerless)
 		util__copy(t->stages[STAGE_CREATE_REQUEST].missing,
-			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing),
-			   "read without its method and path: the client's connection predates "
-			   "bindtrace's attach (its HTTP/2 header state is unknown)");
+			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing), HEADERLESS);
 	t->create_revision = p->create_revision;
 	if (t->result == BIND_RESULT_BOUND)
 		p->used = false;
@@ -1470,6 +1472,14 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 
 		if (st->seen)
 			continue;
+		/* A Pod read without method and path: its connection's header state was unknown,
+		 * from before the attach, unless bytes were lost meanwhile (then that is why). */
+		if (s == STAGE_CREATE_REQUEST && !strncmp(st->missing, HEADERLESS, 13) &&
+		    (drop || t->gap))
+			snprintf(st->missing, sizeof(st->missing),
+				 "read without its method and path: its HTTP/2 header state was "
+				 "lost with bytes lost or dropped (%s)",
+				 drop ? "ring buffer drops" : "capture gap");
 		if (stage__before_bind(s) && t->created_before_attach) {
 			why = c->stats.pending_evicted || c->stats.pending_expired
 				  ? "the pod was created before bindtrace attached, or its pending "
