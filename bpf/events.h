@@ -110,6 +110,9 @@ struct fsync_event {
 #define CALL_COOKIE_OBJ_REG(cookie) ((cookie)&0xff)
 /* Set on the probe of the function that queues a bind for a dispatcher goroutine. */
 #define CALL_COOKIE_QUEUED (1ull << 8)
+/* Set on the probe of the function through which the scheduler patches a pod's status when it
+ * gives up on it (its failure handler's updatePod). */
+#define CALL_COOKIE_GIVEUP (1ull << 9)
 
 /* A probed Go function was entered: the caller chain (frame pointers, PCs as runtime addresses)
  * and the namespace/name of the object it was called for. */

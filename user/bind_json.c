@@ -67,10 +67,33 @@ static json_t *stages_json(const struct bind_view *v)
 	return stages;
 }
 
+/* The frames the watcher was sent about the pod, ADDED to the bind's MODIFIED (bindview.h). */
+static json_t *frames_json(const struct watcher *wa)
+{
+	json_t *frames = json_array();
+	int i;
+
+	for (i = 0; i < wa->n_frames; i++) {
+		const struct watch_frame *f = &wa->frames[i];
+		json_t *fo = json_object();
+
+		json_object_set_new(fo, "type", json_string(f->type));
+		json_object_set_new(fo, "resource_version", json_integer(f->revision));
+		json_object_set_new(fo, "node_name", json_string(f->node));
+		json_object_set_new(fo, "sent_mono_ns", json_integer((json_int_t)f->sent_ns));
+		json_object_set_new(fo, "received_mono_ns",
+				    f->received_ns ? json_integer((json_int_t)f->received_ns)
+						   : json_null());
+		json_array_append_new(frames, fo);
+	}
+	return frames;
+}
+
 static json_t *watcher_json(const struct bind_view *v, int w)
 {
 	const struct watcher *wa = &v->t->watchers[w];
 	json_t *wo = json_object();
+	char check[WATCHER_CHECK_MAX];
 	int64_t d;
 
 	json_object_set_new(wo, "watch_event_sent", stage_json(&wa->sent, v->wall_offset_ns));
@@ -86,6 +109,13 @@ static json_t *watcher_json(const struct bind_view *v, int w)
 	json_object_set_new(wo, "node_before",
 			    wa->before_known ? json_string(wa->node_before) : json_null());
 	json_object_set_new(wo, "node_after", json_string(wa->node_after));
+	json_object_set_new(wo, "frames", frames_json(wa));
+	json_object_set_new(wo, "frames_start", json_string(frames_start__name(wa->frames_start)));
+	json_object_set_new(wo, "frames_not_kept", json_integer(wa->frames_not_kept));
+	json_object_set_new(wo, "frames_changed_node", json_integer(wa->frames_changed));
+	json_object_set_new(wo, "frames_lost", json_boolean(wa->frames_lost));
+	watcher__frames_check(check, sizeof(check), wa);
+	json_object_set_new(wo, "frames_check", json_string(check));
 	if (leg__duration(v->t, LEG_WATCH_FANOUT, w, &d))
 		json_object_set_new(wo, "fanout_ns", json_integer(d));
 	if (leg__duration(v->t, LEG_WATCH_DELIVERY, w, &d))
@@ -155,9 +185,10 @@ static json_t *chain_json(const struct citation *ci)
 		if (!citation__frame_shown(ci, i))
 			continue;
 		fr = frame_json(&ci->frames[i]);
-		json_object_set_new(
-		    fr, "goroutine",
-		    json_string(ci->queued_at && i < ci->queued_at ? "dispatcher" : "binding"));
+		json_object_set_new(fr, "goroutine",
+				    json_string(ci->queued_at && i < ci->queued_at ? "dispatcher"
+						: ci->giveup			   ? "scheduling"
+										   : "binding"));
 		json_array_append_new(chain, fr);
 	}
 	return chain;
@@ -193,6 +224,7 @@ static json_t *citation_json(const struct citation *ci)
 	json_object_set_new(c, "commit", json_string(ci->commit));
 	json_object_set_new(c, "go_version", json_string(ci->go_version));
 	json_object_set_new(c, "probe", json_string(ci->probe));
+	json_object_set_new(c, "gave_up", json_boolean(ci->giveup));
 	json_object_set_new(c, "tid", json_integer(ci->tid));
 	json_object_set_new(c, "goroutine", json_integer((json_int_t)ci->goroutine));
 	if (ci->cited >= 0 && ci->cited < ci->n_frames) {

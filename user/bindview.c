@@ -1,5 +1,6 @@
 /* The bind view: the legs' one definition, the time origin, and the names the outputs share. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -331,4 +332,89 @@ void watcher__name(char *out, size_t cap, const struct watcher *w)
 	} else {
 		util__copy(out, cap, "watcher");
 	}
+}
+
+/* Appends to out (NUL-terminated, cap bytes), cut short when full. */
+static void append(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void append(char *out, size_t cap, const char *fmt, ...)
+{
+	size_t n = strlen(out);
+	va_list ap;
+
+	if (n + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out + n, cap - n, fmt, ap);
+	va_end(ap);
+}
+
+const char *frames_start__name(enum frames_start s)
+{
+	switch (s) {
+	case FRAMES_FROM_ADDED:
+		return "added";
+	case FRAMES_NO_ADDED:
+		return "no_added";
+	case FRAMES_BEFORE_ATTACH:
+		return "created_before_attach";
+	case FRAMES_AGED_OUT:
+		return "aged_out";
+	}
+	return "?";
+}
+
+void watcher__frames_check(char *out, size_t cap, const struct watcher *w)
+{
+	int i, run, total = w->n_frames + w->frames_not_kept, between = total - 2;
+
+	out[0] = '\0';
+	switch (w->frames_start) {
+	case FRAMES_FROM_ADDED:
+		break;
+	case FRAMES_NO_ADDED:
+		append(out, cap,
+		       "joined midway (no ADDED on this watch: it was opened after the "
+		       "pod was created): ");
+		break;
+	case FRAMES_BEFORE_ATTACH:
+		append(out, cap, "joined midway (the pod was created before bindtrace attached): ");
+		break;
+	case FRAMES_AGED_OUT:
+		append(out, cap,
+		       "joined midway (its earlier frames had left the observation "
+		       "ring): ");
+		break;
+	}
+	append(out, cap, "%d frame%s: ", total, total == 1 ? "" : "s");
+	for (i = 0; i < w->n_frames; i += run) {
+		const struct watch_frame *f = &w->frames[i];
+
+		for (run = 1;
+		     i + run < w->n_frames - 1 && !strcmp(w->frames[i + run].type, f->type) &&
+		     !strcmp(w->frames[i + run].node, f->node);
+		     run++)
+			;
+		append(out, cap, "%s%s nodeName \"%s\"", i ? ", " : "", f->type, f->node);
+		if (run > 1)
+			append(out, cap, " x%d", run);
+		if (w->frames_not_kept && i + run == w->n_frames - 1)
+			append(out, cap, ", %d more not kept", w->frames_not_kept);
+	}
+	if (w->frames_start != FRAMES_FROM_ADDED)
+		append(out, cap, "; what came before is not known");
+	else if (between <= 0)
+		append(out, cap, "; nothing between");
+	else if (!w->frames_changed)
+		append(out, cap, "; %d between, none changed nodeName", between);
+	else
+		append(out, cap,
+		       "; %d of %d between changed nodeName (first: %s rev %" PRId64
+		       " nodeName \"%s\")",
+		       w->frames_changed, between, w->changed_at.type, w->changed_at.revision,
+		       w->changed_at.node);
+	if (w->frames_lost)
+		append(out, cap,
+		       "; bytes lost or ring buffer drops while they came: a frame may "
+		       "be missing");
 }

@@ -132,6 +132,19 @@ const char *actor__name(const struct actor *a);
  * read the event, else the process at the other end of its connection, else "watcher". */
 void watcher__name(char *out, size_t cap, const struct watcher *w);
 
+/* A watcher's frames of the pod in one line, the same in every output: each frame's type and
+ * nodeName in order (repeats folded: `MODIFIED nodeName "" x2`), then the check of what happened
+ * between the ADDED and the bind's MODIFIED:
+ *	2 frames: ADDED nodeName "", MODIFIED nodeName "node-a"; nothing between
+ *	3 frames: ...; 1 between, none changed nodeName
+ *	3 frames: ...; 1 of 1 between changed nodeName (first: MODIFIED rev 812 nodeName "x")
+ * A watch whose ADDED was not seen says why first ("joined midway (...): ") and that what came
+ * before is not known; losses while the frames came are said last. */
+void watcher__frames_check(char *out, size_t cap, const struct watcher *w);
+/* "added", "no_added", "created_before_attach", "aged_out" (JSON frames_start). */
+const char *frames_start__name(enum frames_start s);
+#define WATCHER_CHECK_MAX 1024
+
 /* ns in milliseconds, as printed. */
 static inline double ns__ms(int64_t ns)
 {

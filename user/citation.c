@@ -6,6 +6,7 @@
 
 #define SCHEDULE_ONE "/pkg/scheduler/schedule_one.go"
 #define BIND_STEP ".(*Scheduler).bind"
+#define FAILURE_HANDLER ".(*Scheduler).handleSchedulingFailure"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -41,7 +42,13 @@ void citation__choose(struct citation *ci)
 	ci->cited = -1;
 	ci->caller = 0;
 	ci->rule = NULL;
-	for (i = 0; i < ci->n_frames && ci->cited < 0; i++)
+	for (i = 0; ci->giveup && i < ci->n_frames && ci->cited < 0; i++)
+		if (in_schedule_one(&ci->frames[i]) &&
+		    ends_with(ci->frames[i].func, FAILURE_HANDLER)) {
+			ci->cited = i;
+			ci->rule = CITATION_RULE_FAILURE_HANDLER;
+		}
+	for (i = 0; !ci->giveup && i < ci->n_frames && ci->cited < 0; i++)
 		if (is_bind_step(&ci->frames[i])) {
 			ci->cited = i;
 			ci->rule = CITATION_RULE_BIND_STEP;
@@ -56,10 +63,15 @@ void citation__choose(struct citation *ci)
 			ci->cited = i;
 			ci->rule = CITATION_RULE_OUTSIDE_CLIENT;
 		}
-	/* The binding cycle's frame: the next one up, when it is in schedule_one.go too. */
-	if (ci->cited >= 0 && ci->cited + 1 < ci->n_frames &&
-	    in_schedule_one(&ci->frames[ci->cited + 1]))
-		ci->caller = ci->cited + 1;
+	/* The binding cycle's frame (a give-up's: the scheduling cycle's): the next one up past
+	 * compiler-made wrappers (a method value's -fm), when it is in schedule_one.go too. */
+	for (i = ci->cited + 1; ci->cited >= 0 && i < ci->n_frames; i++) {
+		if (!citation__frame_shown(ci, i))
+			continue;
+		if (in_schedule_one(&ci->frames[i]))
+			ci->caller = i;
+		break;
+	}
 }
 
 bool citation__frame_shown(const struct citation *ci, int i)

@@ -24,6 +24,9 @@
 #define CITATION_RULE_BIND_STEP "bind_step"		 /* (*Scheduler).bind in schedule_one.go */
 #define CITATION_RULE_SCHEDULE_ONE "schedule_one"	 /* the first schedule_one.go frame */
 #define CITATION_RULE_OUTSIDE_CLIENT "outside_client_go" /* the first caller outside client-go */
+/* A give-up (citation.giveup): the frame of the failure handler, (*Scheduler).handleSchedulingFailure
+ * in schedule_one.go, on its line calling updatePod; the bind-step rule does not apply. */
+#define CITATION_RULE_FAILURE_HANDLER "failure_handler"
 
 /* Sets ci->cited, ci->caller and ci->rule from ci->frames. Nothing cited (cited -1) when no
  * frame qualifies. */

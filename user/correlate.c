@@ -35,6 +35,7 @@
 #define DEFAULT_MAX_PENDING 8192
 #define DEFAULT_PENDING_AGE_NS (600ull * 1000000000ull)
 #define MAX_CREATE_TXNS 256 /* create Txns awaiting their response */
+#define MAX_NAMELESS 64	    /* creates of generateName'd pods awaiting their 201 */
 #define PENDING_STAGES (STAGE_BIND_REQUEST - STAGE_CREATE_REQUEST)
 
 enum obs_kind {
@@ -70,7 +71,7 @@ struct observation {
 	char encoding[16];
 	char event_type[16];
 	struct packed_citation *citation; /* OBS_CALL, owned */
-	bool cit_queued;		  /* OBS_CALL: its citation's queued and object */
+	bool cit_queued, cit_giveup;	  /* OBS_CALL: its citation's queued, giveup, object */
 	uint64_t cit_object;
 };
 
@@ -118,6 +119,19 @@ struct pending_pod {
 	uint64_t first_ns;			   /* when it was first seen */
 	int64_t create_revision;
 	struct stage stages[PENDING_STAGES]; /* by stage_id - STAGE_CREATE_REQUEST */
+	/* The apiserver read a request carrying this Pod without its method and path: on a
+	 * connection opened before bindtrace attached (HTTP/2 header state unknown). */
+	bool headerless;
+};
+
+/* The apiserver read a create of a generateName'd pod: the name is in its 201, on the same stream
+ * of the same connection. */
+struct nameless_create {
+	pid_t pid;
+	uint64_t conn;
+	uint32_t stream_id;
+	char ns[BIND_NS_MAX];
+	struct stage stage;
 };
 
 /* A create Txn of a pending pod, on one end of the apiserver-etcd connection, until its answer. */
@@ -161,6 +175,8 @@ struct correlator {
 	uint64_t create_txn_next;
 	struct strpool *strs;	 /* the observations' strings */
 	struct citation scratch; /* a queued call's citation, unpacked to be joined */
+	struct nameless_create nameless[MAX_NAMELESS];
+	uint64_t nameless_next;
 };
 
 static const char *const stage_names[STAGE_MAX] = {
@@ -577,7 +593,7 @@ static bool parse_pods_collection(const char *path, char *ns, size_t ns_len)
 }
 
 /* The apiserver read a client's POST of a pod (the name from its body: a generateName'd pod has
- * none yet and is met at its create Txn). */
+ * none yet: its request waits for the 201 that names it). */
 static void on_create_request(struct correlator *c, const struct actor *who,
 			      const struct decoded_msg *msg, const char *ns)
 {
@@ -586,10 +602,65 @@ static void on_create_request(struct correlator *c, const struct actor *who,
 	if (who->role != ROLE_APISERVER || msg->body_kind != BODY_K8S ||
 	    msg->body.k8s.kind != K8S_KIND_POD || !msg->body.k8s.meta.name[0])
 		return;
+	if (msg->body.k8s.meta.generated_name) {
+		struct nameless_create *n = &c->nameless[c->nameless_next++ % MAX_NAMELESS];
+
+		n->pid = who->pid;
+		n->conn = who->conn;
+		n->stream_id = msg->stream_id;
+		util__copy(n->ns, sizeof(n->ns),
+			   msg->body.k8s.meta.namespace[0] ? msg->body.k8s.meta.namespace : ns);
+		set_stage(&n->stage, who, msg->ts_last_ns, msg->ts_first_ns, msg->ts_last_ns,
+			  msg->stream_id);
+		return;
+	}
 	snprintf(key, sizeof(key), "%s/%s",
 		 msg->body.k8s.meta.namespace[0] ? msg->body.k8s.meta.namespace : ns,
 		 msg->body.k8s.meta.name);
 	pending_set(c, key, STAGE_CREATE_REQUEST, who, msg, msg->ts_last_ns);
+}
+
+/* The apiserver's answer to a create of a generateName'd pod: the created Pod names it. */
+static void on_create_response(struct correlator *c, const struct actor *who,
+			       const struct decoded_msg *msg)
+{
+	const struct k8s_meta *m = &msg->body.k8s.meta;
+	uint64_t i, n = c->nameless_next;
+	char key[KEY_MAX];
+
+	if (msg->body_kind != BODY_K8S || msg->body.k8s.kind != K8S_KIND_POD || !m->name[0] ||
+	    m->generated_name)
+		return;
+	for (i = n > MAX_NAMELESS ? n - MAX_NAMELESS : 0; i < n; i++) {
+		struct nameless_create *x = &c->nameless[i % MAX_NAMELESS];
+		struct pending_pod *p;
+
+		if (x->pid != who->pid || x->conn != who->conn || x->stream_id != msg->stream_id)
+			continue;
+		x->pid = 0;
+		snprintf(key, sizeof(key), "%s/%s", m->namespace[0] ? m->namespace : x->ns,
+			 m->name);
+		p = pending_find(c, key, true, x->stage.first_ns);
+		if (p && !p->stages[0].seen)
+			p->stages[0] = x->stage;
+		return;
+	}
+}
+
+/* A Pod in a request the apiserver read without its method and path: what it was cannot be
+ * told, but its pod's create request, if it was one, predates what bindtrace can decode. */
+static void on_headerless_pod(struct correlator *c, const struct decoded_msg *msg)
+{
+	const struct k8s_meta *m = &msg->body.k8s.meta;
+	char key[KEY_MAX];
+	struct pending_pod *p;
+
+	if (!m->name[0] || m->generated_name || !m->namespace[0] || msg->body.k8s.pod.node_name[0])
+		return;
+	snprintf(key, sizeof(key), "%s/%s", m->namespace, m->name);
+	p = pending_find(c, key, true, msg->ts_first_ns);
+	if (p)
+		p->headerless = true;
 }
 
 /* A Txn that creates a pod (its compare: mod_revision == 0), seen by the apiserver or etcd:
@@ -634,6 +705,10 @@ static void on_create_txn_response(struct correlator *c, const struct actor *who
 	}
 }
 
+#define HEADERLESS                                                                                 \
+	"read without its method and path: the client's connection predates bindtrace's attach "   \
+	"(its HTTP/2 header state is unknown)"
+
 /* Moves the pod's pending stages into its bind; a bound pod's state is done with. */
 static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 {
@@ -649,6 +724,9 @@ static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 	for (s = 0; s < PENDING_STAGES; s++)
 		if (p->stages[s].seen)
 			t->stages[STAGE_CREATE_REQUEST + s] = p->stages[s];
+	if (!p->stages[0].seen && p->headerless)
+		util__copy(t->stages[STAGE_CREATE_REQUEST].missing,
+			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing), HEADERLESS);
 	t->create_revision = p->create_revision;
 	if (t->result == BIND_RESULT_BOUND)
 		p->used = false;
@@ -777,6 +855,15 @@ static void on_http(struct correlator *c, const struct actor *who, const struct 
 	if (request && strcmp(msg->http.method, "POST") == 0 &&
 	    parse_pods_collection(msg->http.path, ns, sizeof(ns))) {
 		on_create_request(c, who, msg, ns);
+		return;
+	}
+	if (who->role == ROLE_APISERVER && !request && c->nameless_next) {
+		on_create_response(c, who, msg);
+		return;
+	}
+	if (who->role == ROLE_APISERVER && request && !msg->http.path[0] &&
+	    msg->body_kind == BODY_K8S && msg->body.k8s.kind == K8S_KIND_POD) {
+		on_headerless_pod(c, msg);
 		return;
 	}
 	if (who->role != ROLE_SCHEDULER || strcmp(msg->http.method, "GET") == 0 ||
@@ -984,6 +1071,7 @@ void correlator__call(struct correlator *c, const char *ns, const char *name,
 	o->first_ns = o->last_ns = citation->mono_ns;
 	o->citation = citation__pack(c, citation);
 	o->cit_queued = citation->queued;
+	o->cit_giveup = citation->giveup;
 	o->cit_object = citation->object;
 }
 
@@ -1171,23 +1259,128 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 	}
 }
 
+/* The pod's watch events (sent and received) still in the ring, oldest first: at most this many
+ * are looked at per bind (a pod is sent a few per watcher). */
+#define MAX_POD_EVENTS 512
+
+/* The observation of a frame on the watcher's end: the same event read from the same stream of
+ * the same connection. */
+static const struct observation *frame_received(const struct observation *sent,
+						const struct observation *const *ev, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ev[i]->kind == OBS_WATCH_RECEIVED && ev[i]->revision == sent->revision &&
+		    ev[i]->stream_id == sent->stream_id && same_connection(&ev[i]->who, &sent->who))
+			return ev[i];
+	return NULL;
+}
+
+static void frame_set(struct watch_frame *f, const struct observation *o,
+		      const struct observation *r)
+{
+	util__copy(f->type, sizeof(f->type), o->event_type);
+	f->revision = o->revision;
+	f->sent_ns = o->first_ns;
+	f->received_ns = r ? r->last_ns : 0;
+	util__copy(f->node, sizeof(f->node), o->node);
+}
+
+static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from, uint64_t to,
+		    bool *drop);
+
+/* Every frame the watcher's stream (the one `bind_ev` came on) was sent about the pod, from its
+ * last ADDED up to the bind's event, and what the ones between did to nodeName. */
+static void resolve_frames(struct correlator *c, struct bind_timeline *t, struct watcher *w,
+			   const struct observation *bind_ev, const struct observation *const *ev,
+			   int n)
+{
+	const struct observation *o, *prev = NULL;
+	int i, first = -1, k;
+	bool drop = false;
+	uint64_t from;
+
+	/* From the last ADDED of this stream at or before the bind's revision. */
+	for (i = 0; i < n && ev[i] != bind_ev; i++) {
+		o = ev[i];
+		if (o->kind == OBS_WATCH_SENT && o->who.pid == bind_ev->who.pid &&
+		    o->who.conn == bind_ev->who.conn && o->stream_id == bind_ev->stream_id &&
+		    o->revision <= t->revision && strcmp(o->event_type, "ADDED") == 0)
+			first = i;
+	}
+	if (first < 0) {
+		uint64_t oldest =
+		    c->obs_next > MAX_OBS ? c->obs[c->obs_next % MAX_OBS].first_ns : 0;
+		const struct stage *cr = &t->stages[STAGE_CREATE_REQUEST];
+
+		if (t->created_before_attach)
+			w->frames_start = FRAMES_BEFORE_ATTACH;
+		else if (oldest && (!cr->seen || oldest > cr->first_ns))
+			w->frames_start = FRAMES_AGED_OUT;
+		else
+			w->frames_start = FRAMES_NO_ADDED;
+		first = 0;
+	}
+	for (i = first; i < n; i++) {
+		o = ev[i];
+		if (o->kind != OBS_WATCH_SENT || o->who.pid != bind_ev->who.pid ||
+		    o->who.conn != bind_ev->who.conn || o->stream_id != bind_ev->stream_id ||
+		    o->revision > t->revision)
+			continue;
+		/* A Table and the object it carries are one event. */
+		if (prev && prev->revision == o->revision &&
+		    !strcmp(prev->event_type, o->event_type))
+			continue;
+		if (o != bind_ev && o->revision == t->revision)
+			continue;
+		k = w->n_frames + w->frames_not_kept;
+		if (k && o != bind_ev && strcmp(o->node, ev[first]->node) != 0 &&
+		    w->frames_start == FRAMES_FROM_ADDED && !w->frames_changed++)
+			frame_set(&w->changed_at, o, NULL);
+		if (o == bind_ev || w->n_frames < BIND_MAX_WATCH_FRAMES - 1)
+			frame_set(&w->frames[w->n_frames++], o, frame_received(o, ev, n));
+		else
+			w->frames_not_kept++;
+		prev = o;
+		if (o == bind_ev)
+			break;
+	}
+	/* Losses on this connection while the frames came. */
+	from = w->n_frames ? w->frames[0].sent_ns : bind_ev->first_ns;
+	if (lost_on(c, &w->sent, from, bind_ev->last_ns, &drop) || drop)
+		w->frames_lost = true;
+}
+
 static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
-	struct observation *o, *r;
-	uint64_t i, j, hash;
-	int k;
+	const struct observation *ev[MAX_POD_EVENTS], *o, *r;
+	struct observation *x;
+	uint64_t i, hash;
+	int k, n = 0, e;
 
 	if (!t->revision)
 		return;
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
-	for_each_obs(c, o, i)
+	/* The pod's watch events, the newest MAX_POD_EVENTS of them. */
+	for_each_obs(c, x, i)
 	{
+		if ((x->kind != OBS_WATCH_SENT && x->kind != OBS_WATCH_RECEIVED) ||
+		    !obs_key_is(x, key, hash))
+			continue;
+		if (n == MAX_POD_EVENTS) {
+			memmove(ev, ev + 1, sizeof(ev) - sizeof(ev[0]));
+			n--;
+		}
+		ev[n++] = x;
+	}
+	for (e = 0; e < n; e++) {
 		struct watcher *w = NULL;
 
-		if (o->kind != OBS_WATCH_SENT || o->revision != t->revision ||
-		    !obs_key_is(o, key, hash))
+		o = ev[e];
+		if (o->kind != OBS_WATCH_SENT || o->revision != t->revision)
 			continue;
 		/* One watcher per stream: a Table and its object are the same event. */
 		for (k = 0; k < t->n_watchers; k++)
@@ -1209,19 +1402,14 @@ static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 		util__copy(w->node_after, sizeof(w->node_after), o->node);
 		w->before_known = t->node_before_known;
 		util__copy(w->node_before, sizeof(w->node_before), t->node_before);
-		for_each_obs(c, r, j)
-		{
-			if (r->kind == OBS_WATCH_RECEIVED && r->revision == t->revision &&
-			    r->stream_id == o->stream_id && same_connection(&r->who, &o->who) &&
-			    obs_key_is(r, key, hash)) {
-				set_stage(&w->received, &r->who, r->last_ns, r->first_ns,
-					  r->last_ns, r->stream_id);
-				break;
-			}
-		}
-		if (!w->received.seen)
+		r = frame_received(o, ev, n);
+		if (r)
+			set_stage(&w->received, &r->who, r->last_ns, r->first_ns, r->last_ns,
+				  r->stream_id);
+		else
 			snprintf(w->received.missing, sizeof(w->received.missing),
 				 "the watcher is not traced");
+		resolve_frames(c, t, w, o, ev, n);
 	}
 }
 
@@ -1235,11 +1423,24 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
+	/* An unschedulable pod's: the give-up stack, the latest before its status PATCH. */
+	if (t->result == BIND_RESULT_UNSCHEDULABLE) {
+		for_each_obs(c, o, i)
+		{
+			if (o->kind == OBS_CALL && o->citation && o->cit_giveup &&
+			    obs_key_is(o, key, hash) && o->first_ns <= before)
+				best = o;
+		}
+		if (best)
+			citation__unpack(best->citation, &t->citation);
+		return;
+	}
 	/* The POST's call, else (no probe on the POST) the queueing call. */
 	for_each_obs(c, o, i)
 	{
-		if (o->kind == OBS_CALL && o->citation && obs_key_is(o, key, hash) &&
-		    o->first_ns <= before && (!best || best->cit_queued || !o->cit_queued))
+		if (o->kind == OBS_CALL && o->citation && !o->cit_giveup &&
+		    obs_key_is(o, key, hash) && o->first_ns <= before &&
+		    (!best || best->cit_queued || !o->cit_queued))
 			best = o;
 	}
 	if (!best)
@@ -1251,7 +1452,7 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 	 * (the same object), the latest before the POST. */
 	for_each_obs(c, o, i)
 	{
-		if (o->kind == OBS_CALL && o->citation && o->cit_queued &&
+		if (o->kind == OBS_CALL && o->citation && o->cit_queued && !o->cit_giveup &&
 		    obs_key_is(o, key, hash) && o->first_ns <= best->first_ns &&
 		    (!o->cit_object || !best->cit_object || o->cit_object == best->cit_object))
 			queued = o;
@@ -1381,6 +1582,14 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 
 		if (st->seen)
 			continue;
+		/* A Pod read without method and path: its connection's header state was unknown,
+		 * from before the attach, unless bytes were lost meanwhile (then that is why). */
+		if (s == STAGE_CREATE_REQUEST && !strncmp(st->missing, HEADERLESS, 13) &&
+		    (drop || t->gap))
+			snprintf(st->missing, sizeof(st->missing),
+				 "read without its method and path: its HTTP/2 header state was "
+				 "lost with bytes lost or dropped (%s)",
+				 drop ? "ring buffer drops" : "capture gap");
 		if (t->served_elsewhere && !stage__before_bind(s)) {
 			snprintf(off_node, sizeof(off_node),
 				 "served by another node's apiserver: seen by the tracer on that "
@@ -1464,7 +1673,6 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 		}
 		if (start != UINT64_MAX)
 			resolve_etcd(c, t, start, end);
-		resolve_watchers(c, t);
 		switch (t->status_code) {
 		case 0:
 			/* etcd's watch event showed the write: bound, whoever answered. */
@@ -1486,6 +1694,10 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	}
 	resolve_citation(c, t);
 	resolve_pending(c, t);
+	/* After the pending state: whether the pod was created before attach tells why a
+	 * watcher's frames begin without its ADDED. */
+	if (t->result != BIND_RESULT_UNSCHEDULABLE)
+		resolve_watchers(c, t);
 	explain_missing(c, t, b->close_after_ns);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;

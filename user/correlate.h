@@ -22,6 +22,8 @@
 #define BIND_MAX_FRAMES 48
 #define BIND_MAX_TXNS 8
 #define BIND_REASON_MAX 160
+#define BIND_MAX_WATCH_FRAMES 8
+#define BIND_MESSAGE_MAX 1025 /* the scheduler truncates its message at 1024 (NoteLengthLimit) */
 
 enum process_role {
 	ROLE_OTHER = 0,
@@ -80,6 +82,23 @@ struct stage {
 	char missing[BIND_REASON_MAX]; /* why it is not there, when !seen */
 };
 
+/* One watch event the apiserver sent a watcher about the pod. */
+struct watch_frame {
+	char type[12];		  /* "ADDED", "MODIFIED", "DELETED" */
+	int64_t revision;	  /* the object's resourceVersion */
+	uint64_t sent_ns;	  /* the apiserver began writing it */
+	uint64_t received_ns;	  /* the watcher had read it; 0: not seen (not traced, or lost) */
+	char node[BIND_NAME_MAX]; /* its spec.nodeName */
+};
+
+/* Where a watcher's frames begin. */
+enum frames_start {
+	FRAMES_FROM_ADDED = 0, /* the pod's ADDED on this stream was seen */
+	FRAMES_NO_ADDED, /* none: the watch was opened after the create (the pod came in a LIST) */
+	FRAMES_BEFORE_ATTACH, /* none: the pod was created before bindtrace attached */
+	FRAMES_AGED_OUT,      /* none held: the observation ring had wrapped past them */
+};
+
 struct watcher {
 	struct stage sent;     /* the apiserver wrote the event on this watcher's stream */
 	struct stage received; /* the watcher read it (only for traced watchers) */
@@ -90,6 +109,19 @@ struct watcher {
 	char node_before[BIND_NAME_MAX];
 	char node_after[BIND_NAME_MAX];
 	bool before_known;
+	/* Every frame this watcher was sent about the pod, from its ADDED to the MODIFIED of the
+	 * bind (the last): the first BIND_MAX_WATCH_FRAMES - 1 and the last are kept, the others
+	 * counted in frames_not_kept. frames_changed counts the frames between the first and the
+	 * last whose nodeName differed from the first's (all of them, kept or not); the first
+	 * such is changed_at. frames_lost: bytes lost on its connection, or ring buffer drops,
+	 * while they came (one may be missing). watcher__frames_check() says it in one line. */
+	struct watch_frame frames[BIND_MAX_WATCH_FRAMES];
+	int n_frames;
+	int frames_not_kept;
+	int frames_changed;
+	struct watch_frame changed_at;
+	enum frames_start frames_start;
+	bool frames_lost;
 };
 
 struct txn_attempt {
@@ -125,6 +157,9 @@ struct citation {
 	 * *v1.Pod for the default binder). */
 	uint64_t object;
 	bool queued; /* the stack of the queueing call (APICache.BindPod), not of the POST */
+	/* The stack at the status PATCH of a pod the scheduler gave up on (its failure handler's
+	 * updatePod): an unschedulable pod's citation, never a bind's. */
+	bool giveup;
 	/* When the POST left a dispatcher goroutine: frames[queued_at...] are the stack that
 	 * queued it, taken by thread queue_tid at queue_ns (0: one stack). */
 	int queued_at;
@@ -145,7 +180,7 @@ struct bind_timeline {
 	char status_reason[128];
 	/* An unschedulable pod's: the message of the scheduler's PodScheduled=False condition
 	 * ("0/2 nodes are available: ..."), as its status PATCH or the patched Pod carried it. */
-	char status_message[256];
+	char status_message[BIND_MESSAGE_MAX];
 	int64_t revision;	 /* etcd revision of the write = the pod's resourceVersion */
 	int64_t create_revision; /* etcd revision of the pod's create (0 unknown) */
 	/* No trace of the pod's creation: it was created before bindtrace attached (or its

@@ -415,9 +415,12 @@ static void run_call(struct dispatch *d, const struct call_event *e)
 	util__copy(ci.commit, sizeof(ci.commit), t->commit);
 	util__copy(ci.go_version, sizeof(ci.go_version), t->go_version);
 	ci.queued = e->cookie & CALL_COOKIE_QUEUED;
+	ci.giveup = e->cookie & CALL_COOKIE_GIVEUP;
 	ci.object = e->object;
 	if (ci.queued)
 		util__copy(ci.probe, sizeof(ci.probe), targets__queue_probe);
+	else if (ci.giveup)
+		util__copy(ci.probe, sizeof(ci.probe), targets__giveup_probe);
 	else
 		util__copy(ci.probe, sizeof(ci.probe), t->call_probe ? t->call_probe : "");
 	ci.tid = (pid_t)e->hdr.tid;

@@ -62,10 +62,13 @@ static int decode_meta(const uint8_t *buf, size_t len, struct k8s_meta *m, bool 
 		switch (f.number) {
 		case 1:
 			COPY(m->name, &f);
+			m->generated_name = false;
 			break;
 		case 2:
-			if (!m->name[0])
+			if (!m->name[0]) {
 				COPY(m->name, &f); /* generateName until the name is set */
+				m->generated_name = m->name[0] != '\0';
+			}
 			break;
 		case 3:
 			COPY(m->namespace, &f);
@@ -83,6 +86,20 @@ static int decode_meta(const uint8_t *buf, size_t len, struct k8s_meta *m, bool 
 		}
 	}
 	return err;
+}
+
+/* A message (K8S_MESSAGE_MAX): one too long is cut at a character's start and ends in "…". */
+static void copy_message(char *dst, size_t cap, const uint8_t *src, size_t len)
+{
+	static const char ellipsis[] = "\xe2\x80\xa6";
+	size_t p;
+
+	if (pb__copy_string(dst, cap, src, len) || cap < sizeof(ellipsis) + 1)
+		return;
+	p = cap - sizeof(ellipsis);
+	while (p > 0 && ((unsigned char)dst[p] & 0xc0) == 0x80)
+		p--;
+	memcpy(dst + p, ellipsis, sizeof(ellipsis));
 }
 
 static int decode_pod_condition(const uint8_t *buf, size_t len, struct k8s_pod *pod)
@@ -103,7 +120,7 @@ static int decode_pod_condition(const uint8_t *buf, size_t len, struct k8s_pod *
 		else if (f.number == 5)
 			COPY(reason, &f);
 		else if (f.number == 6)
-			COPY(message, &f);
+			copy_message(message, sizeof(message), f.data, f.len);
 	}
 	if (err)
 		return err;
@@ -391,8 +408,10 @@ static void json_meta(json_t *meta, struct k8s_meta *m, bool *deleting)
 	if (!json_is_object(meta))
 		return;
 	json_copy_string(m->name, sizeof(m->name), json_object_get(meta, "name"));
-	if (!m->name[0])
+	if (!m->name[0]) {
 		json_copy_string(m->name, sizeof(m->name), json_object_get(meta, "generateName"));
+		m->generated_name = m->name[0] != '\0';
+	}
 	json_copy_string(m->namespace, sizeof(m->namespace), json_object_get(meta, "namespace"));
 	json_copy_string(m->uid, sizeof(m->uid), json_object_get(meta, "uid"));
 	json_copy_string(m->resource_version, sizeof(m->resource_version),
@@ -425,8 +444,11 @@ static void json_pod(json_t *obj, struct k8s_object *o)
 				 json_object_get(cond, "status"));
 		json_copy_string(o->pod.scheduled_reason, sizeof(o->pod.scheduled_reason),
 				 json_object_get(cond, "reason"));
-		json_copy_string(o->pod.scheduled_message, sizeof(o->pod.scheduled_message),
-				 json_object_get(cond, "message"));
+		const char *msg = json_string_value(json_object_get(cond, "message"));
+
+		if (msg)
+			copy_message(o->pod.scheduled_message, sizeof(o->pod.scheduled_message),
+				     (const uint8_t *)msg, strlen(msg));
 	}
 }
 

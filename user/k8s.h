@@ -17,7 +17,9 @@
 #define K8S_RV_MAX 24
 #define K8S_KIND_MAX 64
 #define K8S_REASON_MAX 128
-#define K8S_MESSAGE_MAX 256
+/* A condition's or Status's message: the scheduler cuts its own at 1024 bytes (NoteLengthLimit),
+ * so one of its messages is held whole; a longer one (another writer's) is cut, and ends in "…". */
+#define K8S_MESSAGE_MAX 1025
 #define K8S_WATCH_TYPE_MAX 16
 /* Largest object we decode; larger ones keep only their size. */
 #define K8S_OBJECT_MAX (4u << 20)
@@ -43,6 +45,9 @@ struct k8s_meta {
 	char name[K8S_NAME_MAX];
 	char uid[K8S_UID_MAX];
 	char resource_version[K8S_RV_MAX];
+	/* name holds the object's generateName: it has no name yet (a create that lets the
+	 * apiserver name it; the name is in the created object of the 201). */
+	bool generated_name;
 };
 
 struct k8s_pod {

@@ -400,11 +400,15 @@ static void md_citation_chain(FILE *out, const struct citation *ci)
 {
 	int i;
 
-	fputs("The bind step and the path from it to the POST, each line calling the next:\n\n",
+	fputs(ci->giveup
+		  ? "The failure handler and the path from it to the status PATCH, each line "
+		    "calling the next:\n\n"
+		  : "The bind step and the path from it to the POST, each line calling the "
+		    "next:\n\n",
 	      out);
 	if (ci->caller > 0)
 		md_chain_frame(out, ci, "called from ", ci->caller);
-	md_chain_frame(out, ci, "**issued at** ", ci->cited);
+	md_chain_frame(out, ci, ci->giveup ? "**gave up at** " : "**issued at** ", ci->cited);
 	for (i = ci->cited - 1; i >= 0; i--) {
 		if (ci->queued_at && i == ci->queued_at - 1)
 			fprintf(
@@ -415,7 +419,7 @@ static void md_citation_chain(FILE *out, const struct citation *ci)
 			    ci->queue_goroutine, ci->queue_tid, ci->goroutine, ci->tid,
 			    (double)(int64_t)(ci->mono_ns - ci->queue_ns) / 1e6);
 		if (citation__frame_shown(ci, i))
-			md_chain_frame(out, ci, i ? "" : "POST: ", i);
+			md_chain_frame(out, ci, i ? "" : ci->giveup ? "PATCH via: " : "POST: ", i);
 	}
 	fputc('\n', out);
 }
@@ -425,7 +429,9 @@ static void md_citation(FILE *out, const struct citation *ci)
 {
 	int i;
 
-	fputs("## Where the bind was issued\n\n", out);
+	fputs(ci->giveup ? "## Where the scheduler gave up\n\n"
+			 : "## Where the bind was issued\n\n",
+	      out);
 	if (ci->known && ci->cited >= 0 && ci->cited < ci->n_frames) {
 		const struct frame_line *f = &ci->frames[ci->cited];
 
@@ -535,6 +541,20 @@ static void md_watchers(FILE *out, const struct bind_view *view)
 	if (t->watchers_dropped)
 		fprintf(out, "\n%d more watchers were sent the event (not listed).\n",
 			t->watchers_dropped);
+	fputs("\nEvery frame each watcher was sent about the pod, from its ADDED to the MODIFIED "
+	      "that set nodeName:\n\n",
+	      out);
+	for (w = 0; w < t->n_watchers; w++) {
+		char wn[96], check[WATCHER_CHECK_MAX];
+
+		watcher__name(wn, sizeof(wn), &t->watchers[w]);
+		watcher__frames_check(check, sizeof(check), &t->watchers[w]);
+		fputs("- ", out);
+		fprint_md(out, wn);
+		fprintf(out, " (%s): ", endpoint__str(&t->watchers[w].sent.who.remote).s);
+		fprint_md(out, check);
+		fputs("\n", out);
+	}
 	fputs("\n", out);
 }
 
@@ -649,6 +669,277 @@ static void md_how_to_check(FILE *out, const struct bind_view *view)
 	      out);
 }
 
+/* ---- The exercise: the seam, argued from this bind's own evidence ---- */
+
+/* The watcher that is the scheduler's informer (its end read by kube-scheduler, or the peer of its
+ * connection is), NULL when none was seen. */
+static const struct watcher *scheduler_watcher(const struct bind_timeline *t)
+{
+	int w;
+
+	for (w = 0; w < t->n_watchers; w++) {
+		const struct watcher *wa = &t->watchers[w];
+
+		if ((wa->received.seen && wa->received.who.role == ROLE_SCHEDULER) ||
+		    !strcmp(wa->sent.who.peer_comm, "kube-scheduler"))
+			return wa;
+	}
+	return NULL;
+}
+
+static void md_offset(FILE *out, const struct bind_view *view, uint64_t mono_ns)
+{
+	fprintf(out, "%+.3f ms", ms_between(view->origin_ns, mono_ns));
+}
+
+static void md_not_observed(FILE *out, const char *what)
+{
+	fputs("*Not observed*: ", out);
+	fputs(what, out);
+	fputs("\n", out);
+}
+
+/* A frame of the citation as "`file:line` `func`" with its link. */
+static void md_cited_frame(FILE *out, const struct citation *ci, int i)
+{
+	const struct frame_line *f = &ci->frames[i];
+
+	fputc('`', out);
+	fprint_md(out, f->file);
+	fprintf(out, ":%d` `", f->line);
+	fprint_md(out, citation__short_func(f->func));
+	fputc('`', out);
+	md_source_link(out, f->file, f->line, ci->commit[0] ? ci->commit : ci->kubernetes_version);
+}
+
+/* watch cache -> scheduler informer -> schedule_one.go -> Binding, each step as observed. */
+static void md_exercise_path(FILE *out, const struct bind_view *view)
+{
+	const struct bind_timeline *t = view->t;
+	const struct citation *ci = &t->citation;
+	const struct watcher *sw = scheduler_watcher(t);
+	const struct stage *inf = &t->stages[STAGE_SCHEDULER_INFORMED];
+	const struct stage *req = &t->stages[STAGE_BIND_REQUEST];
+	bool cited = ci->known && ci->cited >= 0 && ci->cited < ci->n_frames && !ci->giveup;
+
+	fputs("### The sub-path: watch cache → scheduler informer → schedule_one.go → Binding\n\n",
+	      out);
+	fputs("1. **watch cache** (kube-apiserver): ", out);
+	if (sw && sw->frames_start == FRAMES_FROM_ADDED && sw->n_frames) {
+		fprintf(out,
+			"sent the pod's ADDED (resourceVersion %" PRId64
+			", nodeName \"%s\") on the scheduler's watch (stream %u) at ",
+			sw->frames[0].revision, sw->frames[0].node, sw->sent.stream_id);
+		md_offset(out, view, sw->frames[0].sent_ns);
+		fputs(
+		    ". No stack is taken in the apiserver: this step is observed on the wire, not "
+		    "cited.\n",
+		    out);
+	} else {
+		md_not_observed(out, "the ADDED sent on the scheduler's watch (the pod was created "
+				     "before bindtrace attached, or the scheduler's watch was not "
+				     "seen).");
+	}
+	fputs("2. **scheduler informer** (kube-scheduler): ", out);
+	if (inf->seen) {
+		fputs("read the ADDED (`scheduler_informed`) at ", out);
+		md_offset(out, view, inf->mono_ns);
+		fputs(". Observed on the wire, not cited (no probe in the informer).\n", out);
+	} else {
+		md_not_observed(out, stage__missing_reason(inf));
+	}
+	fputs("3. **schedule_one.go**: ", out);
+	if (cited) {
+		md_cited_frame(out, ci, ci->cited);
+		if (ci->caller > 0) {
+			fputs(", called from ", out);
+			md_cited_frame(out, ci, ci->caller);
+		}
+		fputs(", at ", out);
+		fprint_md(out,
+			  ci->kubernetes_version[0] ? ci->kubernetes_version : "(release unknown)");
+		if (ci->commit[0]) {
+			fputs(" commit `", out);
+			fprint_md(out, ci->commit);
+			fputc('`', out);
+		}
+		fprintf(out, ", on the stack kube-scheduler thread %d had when it entered `",
+			ci->tid);
+		fprint_md(out, ci->probe);
+		fputs("`.\n", out);
+	} else {
+		md_not_observed(out,
+				"the scheduler's bind call (no stack: its probe is missing, or "
+				"the bind began before bindtrace attached).");
+	}
+	fputs("4. **Binding**: ", out);
+	if (req->seen) {
+		fputs("kube-scheduler POSTed `pods/", out);
+		fprint_md(out, t->name);
+		fputs("/binding`", out);
+		if (t->node[0]) {
+			fputs(" (target `", out);
+			fprint_md(out, t->node);
+			fputs("`)", out);
+		}
+		fputs(" at ", out);
+		md_offset(out, view, req->mono_ns);
+		if (cited && citation__frame_shown(ci, 0)) {
+			fputs(" from ", out);
+			md_cited_frame(out, ci, 0);
+		}
+		if (t->status_code)
+			fprintf(out, "; the apiserver answered %d", t->status_code);
+		fputs(".\n", out);
+	} else {
+		md_not_observed(out, stage__missing_reason(req));
+	}
+	fputc('\n', out);
+}
+
+/* nodeName before and after: etcd's prev_kv, and each watcher's frames. */
+static void md_exercise_nodename(FILE *out, const struct bind_view *view)
+{
+	const struct bind_timeline *t = view->t;
+	int w;
+
+	fputs("### nodeName before and after\n\n- **etcd** (the watch event's prev_kv at revision ",
+	      out);
+	fprintf(out, "%" PRId64 "): ", t->revision);
+	if (t->node_before_known && t->stages[STAGE_ETCD_WATCH_EVENT].seen) {
+		fputs("\"", out);
+		fprint_md(out, t->node_before);
+		fputs("\" → \"", out);
+		fprint_md(out, t->node);
+		fputs("\"\n", out);
+	} else {
+		md_not_observed(out, "etcd's watch event of the write with its previous value.");
+	}
+	for (w = 0; w < t->n_watchers; w++) {
+		char wn[96], check[WATCHER_CHECK_MAX];
+
+		watcher__name(wn, sizeof(wn), &t->watchers[w]);
+		watcher__frames_check(check, sizeof(check), &t->watchers[w]);
+		fputs("- **", out);
+		fprint_md(out, wn);
+		fprintf(out, "** (%s): ", endpoint__str(&t->watchers[w].sent.who.remote).s);
+		fprint_md(out, check);
+		fputc('\n', out);
+	}
+	if (!t->n_watchers)
+		md_not_observed(out, "a watcher sent the bind's MODIFIED.");
+	fputc('\n', out);
+}
+
+/* Why the bind is a write of its own through the apiserver, each reason from what was seen. */
+static void md_exercise_why(FILE *out, const struct bind_view *view)
+{
+	const struct bind_timeline *t = view->t;
+	const struct stage *sent = &t->stages[STAGE_ETCD_TXN_SENT];
+	const struct stage *got = &t->stages[STAGE_ETCD_TXN_RECEIVED];
+	const struct stage *req = &t->stages[STAGE_BIND_REQUEST];
+	const struct stage *resp = &t->stages[STAGE_BIND_RESPONSE_RECEIVED];
+	const struct watcher *sw = scheduler_watcher(t);
+	const struct txn_attempt *last = t->n_txns ? &t->txns[t->n_txns - 1] : NULL;
+
+	fputs("### Why the bind is a separate write (a Binding), not an update of the scheduler's "
+	      "copy\n\n",
+	      out);
+	fputs("1. **The Binding names the pod's UID.** ", out);
+	if (t->uid[0]) {
+		fputs("The Binding kube-scheduler sent carries `metadata.uid` `", out);
+		fprint_md(out, t->uid);
+		fprintf(out,
+			"` (read from its body); the apiserver binds only the stored pod of that "
+			"UID (a pod deleted and re-created under the same name is refused, "
+			"409), and answered %d here.\n",
+			t->status_code);
+	} else {
+		md_not_observed(out, "the Binding's body (its UID).");
+	}
+	fputs("2. **The apiserver's Txn compares the pod's mod_revision.** ", out);
+	if (last && sent->seen) {
+		fprintf(out,
+			"Its Txn on `/registry/pods/%s/%s` compared `mod_revision == %" PRId64
+			"` and %s",
+			t->namespace_, t->name, last->compare_revision,
+			last->responded ? (last->succeeded ? "succeeded" : "failed")
+					: "was not seen answered");
+		if (last->succeeded)
+			fprintf(out, ", writing revision %" PRId64, last->revision);
+		if (t->create_revision && last->compare_revision == t->create_revision)
+			fprintf(out,
+				" (%" PRId64 " is the pod's create revision: nothing had "
+				"written it since)",
+				t->create_revision);
+		fputs(". etcd applies the put only if the stored pod is still at that revision, so "
+		      "a stale cached copy cannot overwrite a newer pod",
+		      out);
+		if (t->n_txns > 1)
+			fprintf(out,
+				"; here the compare failed %d times and the apiserver re-read "
+				"and retried",
+				t->n_txns - 1);
+		fputs(".\n", out);
+	} else {
+		md_not_observed(out, "the apiserver's etcd Txn of the bind.");
+	}
+	fputs("3. **The apiserver, not the scheduler, writes `/registry`.** ", out);
+	if (sent->seen && sent->who.role == ROLE_APISERVER) {
+		fputs("The Txn was sent by ", out);
+		md_who(out, &sent->who);
+		fputs(" to ", out);
+		fprint_md(out, endpoint__str(&sent->who.remote).s);
+		if (got->seen) {
+			fputs(" and read by ", out);
+			md_who(out, &got->who);
+		}
+		fputs("; kube-scheduler sent only the Binding", out);
+		if (req->seen) {
+			fputs(", to the apiserver at ", out);
+			fprint_md(out, endpoint__str(&req->who.remote).s);
+		}
+		fputs(".\n", out);
+	} else {
+		md_not_observed(out, "who sent the write to etcd.");
+	}
+	fputs("4. **The scheduler's copy was only assumed until the watch event.** ", out);
+	if (req->seen && sw && sw->received.seen) {
+		fputs("kube-scheduler POSTed the Binding at ", out);
+		md_offset(out, view, req->mono_ns);
+		if (resp->seen) {
+			fprintf(out, ", read the apiserver's %d at ", t->status_code);
+			md_offset(out, view, resp->mono_ns);
+		}
+		fputs(", and its informer read the MODIFIED carrying nodeName \"", out);
+		fprint_md(out, sw->node_after);
+		fprintf(out, "\" (revision %" PRId64 ") at ", t->revision);
+		md_offset(out, view, sw->received.mono_ns);
+		fputs(". The scheduler never wrote the pod itself: until that event its node was "
+		      "only the assumption in the scheduler's cache (made before the binding cycle "
+		      "POSTed), and the informer's copy changed by the watch event alone.\n",
+		      out);
+	} else {
+		md_not_observed(out, "the Binding's POST and the scheduler's informer reading the "
+				     "MODIFIED.");
+	}
+	fputc('\n', out);
+}
+
+/* The course exercise, answered from this bind (a bound pod's). */
+static void md_exercise(FILE *out, const struct bind_view *view)
+{
+	if (view->t->result == BIND_RESULT_UNSCHEDULABLE)
+		return;
+	fputs("## The exercise, from this bind's evidence\n\n"
+	      "Each claim below is printed from what bindtrace observed of this bind; what it did "
+	      "not observe says so.\n\n",
+	      out);
+	md_exercise_path(out, view);
+	md_exercise_nodename(out, view);
+	md_exercise_why(out, view);
+}
+
 int report__write_markdown(FILE *out, const struct bind_view *view, const char *svg_href,
 			   const struct identities *ids)
 {
@@ -656,6 +947,7 @@ int report__write_markdown(FILE *out, const struct bind_view *view, const char *
 	md_path(out, view);
 	md_stages(out, view);
 	md_citation(out, &view->t->citation);
+	md_exercise(out, view);
 	md_watchers(out, view);
 	md_missing(out, view);
 	md_processes(out, ids);

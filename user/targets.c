@@ -223,6 +223,21 @@ const char targets__queue_probe[] =
     "k8s.io/kubernetes/pkg/scheduler/backend/api_cache.(*APICache).BindPod";
 static const struct bind_probe queue_probe = { targets__queue_probe, 1 };
 
+/* Where the scheduler's failure handler patches an unschedulable pod's status:
+ * updatePod(ctx, client, [apiCacher,] pod, ...). ABIInternal: ctx in RAX+RBX, client in RCX+RDI;
+ * the pod follows in RSI up to 1.33, in R9 from 1.34 on (an APICacher interface comes first). */
+const char targets__giveup_probe[] = "k8s.io/kubernetes/pkg/scheduler.updatePod";
+
+/* The minor release of "v1.N.x", 0 when unknown. */
+static int k8s_minor(const char *version)
+{
+	int major = 0, minor = 0;
+
+	if (sscanf(version, "v%d.%d", &major, &minor) != 2 || major != 1)
+		return 0;
+	return minor;
+}
+
 /* A uprobe of go_call on p->func, validated; NULL when the binary has no such function. */
 static struct bpf_link *attach_call(struct targets *ts, struct target *t, const char *path,
 				    const struct bind_probe *p, __u64 flags)
@@ -256,6 +271,13 @@ static void probe_bind_call(struct targets *ts, struct target *t, const char *pa
 			t->call_probe = bind_probes[i].func;
 	}
 	t->queue_link = attach_call(ts, t, path, &queue_probe, CALL_COOKIE_QUEUED);
+	/* A release whose updatePod's arguments are not known is not probed there. */
+	if (k8s_minor(t->k8s_version)) {
+		struct bind_probe giveup = { targets__giveup_probe,
+					     k8s_minor(t->k8s_version) >= 34 ? 6 : 4 };
+
+		t->giveup_link = attach_call(ts, t, path, &giveup, CALL_COOKIE_GIVEUP);
+	}
 	if (!t->call_link)
 		fprintf(
 		    stderr,
@@ -413,14 +435,15 @@ int targets__find(struct targets *ts, enum process_role role, const pid_t *given
  * links go into an array from malloc (NULL when there are none or no memory: then closed here). */
 static struct bpf_link **target__take_links(struct target *t, size_t *n, int *fds, size_t *n_fds)
 {
-	struct bpf_link **links = realloc(t->tls.links, (t->tls.n_links + 2) * sizeof(*links));
+	struct bpf_link **links = realloc(t->tls.links, (t->tls.n_links + 3) * sizeof(*links));
 	size_t k;
 
 	*n = *n_fds = 0;
 	if (!links) {
 		bpf_link__destroy(t->call_link);
 		bpf_link__destroy(t->queue_link);
-		t->call_link = t->queue_link = NULL;
+		bpf_link__destroy(t->giveup_link);
+		t->call_link = t->queue_link = t->giveup_link = NULL;
 		tls_attachment__detach(&t->tls);
 		return NULL;
 	}
@@ -429,11 +452,13 @@ static struct bpf_link **target__take_links(struct target *t, size_t *n, int *fd
 		links[(*n)++] = t->call_link;
 	if (t->queue_link)
 		links[(*n)++] = t->queue_link;
+	if (t->giveup_link)
+		links[(*n)++] = t->giveup_link;
 	for (k = 0; k < t->tls.n_multi; k++)
 		fds[(*n_fds)++] = t->tls.multi_fds[k];
 	t->tls.links = NULL;
 	t->tls.n_links = t->tls.n_multi = t->tls.n_probes = 0;
-	t->call_link = t->queue_link = NULL;
+	t->call_link = t->queue_link = t->giveup_link = NULL;
 	return links;
 }
 
@@ -443,7 +468,7 @@ static void detach_target(struct targets *ts, struct target *t)
 {
 	struct process_info now;
 
-	if ((t->tls.n_links || t->tls.n_multi || t->call_link || t->queue_link) &&
+	if ((t->tls.n_links || t->tls.n_multi || t->call_link || t->queue_link || t->giveup_link) &&
 	    discover__process(t->proc.pid, &now) == -ESRCH) {
 		int fds[TLSPROBE_MAX_MULTI];
 		size_t n, n_fds;
@@ -454,7 +479,8 @@ static void detach_target(struct targets *ts, struct target *t)
 	}
 	bpf_link__destroy(t->call_link);
 	bpf_link__destroy(t->queue_link);
-	t->call_link = t->queue_link = NULL;
+	bpf_link__destroy(t->giveup_link);
+	t->call_link = t->queue_link = t->giveup_link = NULL;
 	tls_attachment__detach(&t->tls);
 	go_binary__close(t->gb);
 	t->gb = NULL;
@@ -615,7 +641,7 @@ int targets__attach_watcher(struct targets *ts, pid_t pid)
  * seconds. */
 void targets__close(struct targets *ts)
 {
-	struct bpf_link **all = calloc((size_t)ts->n * (TLSPROBE_MAX_RETS + 4) + 1, sizeof(*all));
+	struct bpf_link **all = calloc((size_t)ts->n * (TLSPROBE_MAX_RETS + 5) + 1, sizeof(*all));
 	int fds[TARGETS_MAX * TLSPROBE_MAX_MULTI];
 	size_t n_all = 0, n_fds = 0, n, k;
 	int i;
@@ -627,7 +653,7 @@ void targets__close(struct targets *ts)
 
 		n_fds += k;
 		for (k = 0; links && k < n; k++) {
-			if (all && n_all < (size_t)ts->n * (TLSPROBE_MAX_RETS + 4))
+			if (all && n_all < (size_t)ts->n * (TLSPROBE_MAX_RETS + 5))
 				all[n_all++] = links[k];
 			else
 				bpf_link__destroy(links[k]);

@@ -39,7 +39,8 @@ struct target {
 	struct tls_attachment tls;
 	struct bpf_link *call_link;
 	const char *call_probe;
-	struct bpf_link *queue_link; /* on targets__queue_probe, when the binary has it */
+	struct bpf_link *queue_link;  /* on targets__queue_probe, when the binary has it */
+	struct bpf_link *giveup_link; /* on targets__giveup_probe, when the binary has it */
 	bool attached;
 	uint64_t attach_ns;	/* reading the binary and placing its probes took this long */
 	bool reads_via_syscall; /* no TLS Read probes: its reads come from its peers (peerfeed.h) */
@@ -47,6 +48,9 @@ struct target {
 	uint64_t cmdline_hash;	/* of /proc/PID/cmdline when attached: a restart runs the same */
 	pid_t failed_pid;	/* a replacement that could not be attached: not retried */
 };
+
+/* Where the scheduler patches the status of a pod it gives up on (its failure handler calls it). */
+extern const char targets__giveup_probe[];
 
 struct targets_listener {
 	void (*attached)(void *ctx, const struct target *t);

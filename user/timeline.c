@@ -42,7 +42,8 @@ static void print_citation(FILE *out, const struct citation *ci)
 	if (!ci->known || ci->cited < 0 || ci->cited >= ci->n_frames)
 		return;
 	f = &ci->frames[ci->cited];
-	fprintf(out, "  issued at %s:%d (%s", f->file, f->line, citation__short_func(f->func));
+	fprintf(out, "  %s at %s:%d (%s", ci->giveup ? "gave up" : "issued", f->file, f->line,
+		citation__short_func(f->func));
 	for (i = ci->cited - 1; i >= 0 && !citation__frame_shown(ci, i); i--)
 		;
 	if (i >= 0 && (!ci->queued_at || (ci->cited >= ci->queued_at) == (i >= ci->queued_at)))
@@ -62,7 +63,7 @@ static void print_citation(FILE *out, const struct citation *ci)
 				ms((int64_t)(ci->mono_ns - ci->queue_ns)), ci->goroutine, ci->tid);
 		if (!citation__frame_shown(ci, i))
 			continue;
-		print_frame(out, i ? label : "POST", &ci->frames[i]);
+		print_frame(out, i ? label : ci->giveup ? "PATCH via" : "POST", &ci->frames[i]);
 		label = "";
 	}
 }
@@ -177,6 +178,8 @@ static void print_watchers(FILE *out, const struct bind_timeline *t, uint64_t t0
 		snprintf(extra, sizeof(extra), "from %s",
 			 endpoint__str(&wa->received.who.remote).s);
 		print_stage(out, "watch_event_received", &wa->received, t0, extra);
+		watcher__frames_check(extra, sizeof(extra), wa);
+		fprintf(out, "  %10s  frames: %s\n", "", extra);
 	}
 	if (t->watchers_dropped)
 		fprintf(out, "  (%d more watchers not shown)\n", t->watchers_dropped);

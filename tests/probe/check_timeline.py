@@ -194,7 +194,58 @@ def check_citation(c, async_calls=False):
           + (f"; POST by a dispatcher goroutine, queued by tid {queued['tid']}" if queued else ""))
 
 
-def one(path, node, rv, watcher_pid, inspect_path=None):
+def kubectl_frames(watch_path, pod):
+    """(NAME, NODE) of each line `kubectl get pods -w -o wide` printed for the pod, in order; the
+    NODE column found by the header; "<none>" read as ""."""
+    lines = open(watch_path).read().split("\n")
+    header = next((l for l in lines if l.startswith("NAME ")), None)
+    if header is None:
+        fail(f"kubectl printed no header: {lines[:3]}")
+    col = header.split().index("NODE")
+    out = []
+    for l in lines:
+        f = l.split()
+        if f and f[0] == pod:
+            if len(f) <= col:
+                fail(f"kubectl line without a NODE column: {l!r}")
+            out.append("" if f[col] == "<none>" else f[col])
+    return out
+
+
+def check_frames(w, printed, node, rv, who):
+    """A watcher's frames, ADDED to the MODIFIED that set nodeName, against what it printed (the
+    lines up to the first with the node), and the check line bindtrace states for them."""
+    upto = printed[:printed.index(node) + 1] if node in printed else printed
+    frames = w.get("frames") or []
+    got = [f["node_name"] for f in frames]
+    if w.get("frames_start") != "added" or not frames or frames[0]["type"] != "ADDED":
+        fail(f"{who}: frames do not begin at ADDED: {w.get('frames_start')} {frames[:1]}")
+    if w.get("frames_not_kept"):
+        fail(f"{who}: {w['frames_not_kept']} frames not kept")
+    if got != upto:
+        fail(f"{who}: bindtrace says it was sent nodeName {got}, it printed {upto}")
+    if frames[-1]["type"] != "MODIFIED" or frames[-1]["resource_version"] != int(rv):
+        fail(f"{who}: last frame {frames[-1]}, not the MODIFIED at the bind's revision {rv}")
+    missed = [f for f in frames if f["received_mono_ns"] is None]
+    if missed:
+        fail(f"{who}: frames sent but not seen read: {missed}")
+    def show(f):
+        return f'{f["type"]} nodeName "{f["node_name"]}"'
+    if len(frames) == 2:
+        want = f'2 frames: {show(frames[0])}, {show(frames[1])}; nothing between'
+        if w["frames_check"] != want:
+            fail(f"{who}: check line {w['frames_check']!r}, want {want!r}")
+    else:
+        changed = [f for f in frames[1:-1] if f["node_name"] != ""]
+        tail = (f"; {len(frames) - 2} between, none changed nodeName" if not changed else
+                f"; {len(changed)} of {len(frames) - 2} between changed nodeName")
+        if tail not in w["frames_check"]:
+            fail(f"{who}: check line {w['frames_check']!r} lacks {tail!r}")
+    print(f"{who} frames (as it printed {len(printed)} lines, {len(upto)} up to the bind): "
+          f"{w['frames_check']}")
+
+
+def one(path, node, rv, watcher_pid, inspect_path=None, watch_path=None):
     binds = load(path)
     if len(binds) != 1:
         fail(f"{len(binds)} timelines, want 1")
@@ -243,12 +294,19 @@ def one(path, node, rv, watcher_pid, inspect_path=None):
             fail(f"kubectl's watch_event_received missing: {got['missing']}")
         if got["comm"] != "kubectl" or got["mono_ns"] < w["watch_event_sent"]["mono_ns"]:
             fail(f"kubectl's watch_event_received: {got}")
+        if watch_path:
+            check_frames(w, kubectl_frames(watch_path, b["pod"]["name"]), node, rv, "kubectl")
     # The scheduler's own informer watches pods too (over HTTP/2, or HTTP/1.1 with
     # DISABLE_HTTP2=1, a stream begun long before the tracer attached).
     sched = [w for w in b["watchers"] if w["comm"] == "kube-scheduler"]
     if not sched or any("missing" in w["watch_event_received"] or
                         w["node_after"] != node for w in sched):
         fail("kube-scheduler's informer is not a watcher that received nodeName " + node)
+    for w in sched:
+        if w.get("frames_start") != "added" or w.get("frames_changed_node") or \
+                not w["frames_check"].startswith("2 frames: ADDED"):
+            fail(f"kube-scheduler's frames: {w.get('frames_check')}")
+        print(f"kube-scheduler frames: {w['frames_check']}")
     print(f"watchers: " + ", ".join(
         f"{w['comm'] or '?'}({w['pid']}) {w['encoding']} {w['node_before']!r}->{w['node_after']!r}"
         for w in b["watchers"]))
@@ -315,7 +373,34 @@ def burst(path, n, pods_file, prefix="burst"):
              "in causal order, every create stage present")
 
 
-def unschedulable(path, name, pods_file):
+def check_giveup(c, inspect_path):
+    """The give-up is cited in the scheduler's failure handler in schedule_one.go, at its release
+    and commit, and the cited line, read in the release's module source, is inside
+    `func (sched *Scheduler) handleSchedulingFailure(` and calls updatePod (the status PATCH)."""
+    if not c or not c.get("gave_up") or c.get("rule") != "failure_handler" or \
+            not c.get("file", "").endswith("pkg/scheduler/schedule_one.go") or \
+            not c.get("function", "").endswith(".(*Scheduler).handleSchedulingFailure"):
+        fail(f"give-up not cited in the failure handler: "
+             f"{c and (c.get('rule'), c.get('file'), c.get('line'), c.get('function'))}")
+    check_release(c, inspect_path)
+    if c.get("commit") and len(c["commit"]) != 40:
+        fail(f"citation.commit {c['commit']!r} is not 40 hex digits")
+    src = release_source(c)
+    if not src:
+        fail(f"no module source of k8s.io/kubernetes@{c['kubernetes_version']} to check against")
+    lines, text = source_line(src, c["file"], c["line"])
+    func = next((l for l in reversed(lines[:c["line"]]) if l.startswith("func ")), "")
+    if "updatePod(" not in text or \
+            not func.startswith("func (sched *Scheduler) handleSchedulingFailure("):
+        fail(f"{c['file']}:{c['line']} at {c['kubernetes_version']} reads {text.strip()!r} in "
+             f"{func[:70]!r}: not the failure handler's status update")
+    chain = c.get("chain") or []
+    if not chain or not chain[-1]["function"].endswith("scheduler.updatePod"):
+        fail(f"the chain does not end at updatePod: {chain[-1:]}")
+    print(f"gave up at {c['file']}:{c['line']} ({src}): {text.strip()} in {func[:70]}")
+
+
+def unschedulable(path, name, pods_file, inspect_path=None):
     """One entry, for this pod only: unschedulable, no node, the reason the API shows in its
     PodScheduled condition; and the API shows no node."""
     binds = load(path)
@@ -339,7 +424,48 @@ def unschedulable(path, name, pods_file):
     if b["status_message"] != message[:len(b["status_message"])] or not message:
         fail(f"{name}: status_message {b['status_message']!r}, PodScheduled says {message!r}")
     print(f"{name}: unschedulable ({b['status_reason']}): {b['status_message']}")
+    if inspect_path:
+        check_giveup(b.get("citation"), inspect_path)
+
+
+def report(md_path, jsonl_path):
+    """The report's exercise section, against the same bind's JSON: the sub-path's four steps
+    each observed, schedule_one.go cited at the citation's line and commit, etcd's nodeName
+    before/after and each watcher's check line, and the four reasons for a separate write each
+    observed with the bind's own values (UID, compared revision, the apiserver's pid)."""
+    md = open(md_path).read()
+    b = load(jsonl_path)[0]
+    if "## The exercise, from this bind's evidence" not in md:
+        fail("no exercise section in the report")
+    ex = md.split("## The exercise, from this bind's evidence", 1)[1].split("\n## ", 1)[0]
+    if "*Not observed*" in ex:
+        fail("a claim of the exercise not observed: " +
+             "; ".join(l for l in ex.split("\n") if "*Not observed*" in l))
+    c = b["citation"]
+    want = [
+        "1. **watch cache** (kube-apiserver): sent the pod's ADDED",
+        "2. **scheduler informer** (kube-scheduler): read the ADDED",
+        f"3. **schedule_one.go**: `{c['file']}:{c['line']}`",
+        f"`{c['caller']['file']}:{c['caller']['line']}`",
+        f"commit `{c['commit']}`" if c["commit"] else "3. **schedule_one.go**",
+        f"4. **Binding**: kube-scheduler POSTed `pods/{b['pod']['name']}/binding` (target "
+        f"`{b['node']}`)",
+        f"- **etcd** (the watch event's prev_kv at revision {b['revision']}): \"\" → "
+        f"\"{b['node']}\"",
+        f"carries `metadata.uid` `{b['pod']['uid']}`",
+        f"compared `mod_revision == {b['etcd_txn_attempts'][-1]['compare_mod_revision']}` and "
+        f"succeeded, writing revision {b['revision']}",
+        f"The Txn was sent by kube-apiserver (pid {b['stages']['etcd_txn_sent']['pid']})",
+        f"its informer read the MODIFIED carrying nodeName \"{b['node']}\" (revision "
+        f"{b['revision']})",
+    ]
+    want += [f"{w['frames_check'].replace('|', chr(92) + '|')}" for w in b["watchers"]]
+    lacking = [w for w in want if w not in ex]
+    if lacking:
+        fail(f"the exercise section lacks: {lacking}")
+    print(f"report {md_path}: the exercise section holds {len(want)} facts of the bind")
 
 
 if __name__ == "__main__":
-    {"one": one, "burst": burst, "unschedulable": unschedulable}[sys.argv[1]](*sys.argv[2:])
+    {"one": one, "burst": burst, "unschedulable": unschedulable,
+     "report": report}[sys.argv[1]](*sys.argv[2:])

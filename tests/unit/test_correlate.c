@@ -12,6 +12,7 @@
 #include "check.h"
 #include "correlate.h"
 #include "endpoint.h"
+#include "bindview.h"
 #include "timeline.h"
 
 #define US 1000ull
@@ -187,21 +188,28 @@ static void etcd_watch(struct correlator *c, const struct actor *who, uint64_t f
 	correlator__message(c, who, m);
 }
 
-static void watch_event(struct correlator *c, const struct actor *who, enum conn_dir dir,
-			uint64_t first_us, uint64_t last_us)
+static void watch_frame(struct correlator *c, const struct actor *who, enum conn_dir dir,
+			uint64_t first_us, uint64_t last_us, const char *type, const char *node,
+			int revision)
 {
 	struct decoded_msg *m = message(DECODED_WATCH_EVENT, dir, 1, first_us, last_us);
 	struct k8s_object *o = &m->body.watch.object;
 
 	m->body_kind = BODY_K8S_WATCH_EVENT;
-	snprintf(m->body.watch.type, sizeof(m->body.watch.type), "MODIFIED");
+	snprintf(m->body.watch.type, sizeof(m->body.watch.type), "%s", type);
 	o->kind = K8S_KIND_POD;
 	o->encoding = K8S_ENCODING_PROTOBUF;
 	snprintf(o->meta.namespace, sizeof(o->meta.namespace), "default");
 	snprintf(o->meta.name, sizeof(o->meta.name), "web-0");
-	snprintf(o->meta.resource_version, sizeof(o->meta.resource_version), "%d", REVISION);
-	snprintf(o->pod.node_name, sizeof(o->pod.node_name), "node-1");
+	snprintf(o->meta.resource_version, sizeof(o->meta.resource_version), "%d", revision);
+	snprintf(o->pod.node_name, sizeof(o->pod.node_name), "%s", node);
 	correlator__message(c, who, m);
+}
+
+static void watch_event(struct correlator *c, const struct actor *who, enum conn_dir dir,
+			uint64_t first_us, uint64_t last_us)
+{
+	watch_frame(c, who, dir, first_us, last_us, "MODIFIED", "node-1", REVISION);
 }
 
 struct result {
@@ -319,6 +327,225 @@ out:
 	free(r);
 }
 
+/* A watcher's frames before the bind, each case a replay of the bind after them (bindview.h's
+ * check line). */
+struct frames_case {
+	const char *name;
+	int n; /* frames before the bind's MODIFIED */
+	const char *types[12];
+	const char *nodes[12];
+	bool loss;	  /* bytes lost on the watch's connection meanwhile */
+	const char *want; /* the check line */
+	int kept, not_kept, changed;
+	enum frames_start start;
+};
+
+static const struct frames_case frames_cases[] = {
+	{ "ADDED then the bind",
+	  1,
+	  { "ADDED" },
+	  { "" },
+	  false,
+	  "2 frames: ADDED nodeName \"\", MODIFIED nodeName \"node-1\"; nothing between",
+	  2,
+	  0,
+	  0,
+	  FRAMES_FROM_ADDED },
+	{ "a status update between",
+	  3,
+	  { "ADDED", "MODIFIED", "MODIFIED" },
+	  { "", "", "" },
+	  false,
+	  "4 frames: ADDED nodeName \"\", MODIFIED nodeName \"\" x2, MODIFIED nodeName "
+	  "\"node-1\"; 2 between, none changed nodeName",
+	  4,
+	  0,
+	  0,
+	  FRAMES_FROM_ADDED },
+	{ "a frame between changed nodeName",
+	  2,
+	  { "ADDED", "MODIFIED" },
+	  { "", "node-9" },
+	  false,
+	  "3 frames: ADDED nodeName \"\", MODIFIED nodeName \"node-9\", MODIFIED nodeName "
+	  "\"node-1\"; 1 of 1 between changed nodeName (first: MODIFIED rev 1201 nodeName "
+	  "\"node-9\")",
+	  3,
+	  0,
+	  1,
+	  FRAMES_FROM_ADDED },
+	{ "no ADDED (created before attach)",
+	  0,
+	  { "" },
+	  { "" },
+	  false,
+	  "joined midway (the pod was created before bindtrace attached): 1 frame: MODIFIED "
+	  "nodeName \"node-1\"; what came before is not known",
+	  1,
+	  0,
+	  0,
+	  FRAMES_BEFORE_ATTACH },
+	{ "bytes lost meanwhile",
+	  1,
+	  { "ADDED" },
+	  { "" },
+	  true,
+	  "2 frames: ADDED nodeName \"\", MODIFIED nodeName \"node-1\"; nothing between; bytes "
+	  "lost or ring buffer drops while they came: a frame may be missing",
+	  2,
+	  0,
+	  0,
+	  FRAMES_FROM_ADDED },
+	{ "more frames than kept",
+	  11,
+	  { "ADDED", "MODIFIED", "MODIFIED", "MODIFIED", "MODIFIED", "MODIFIED", "MODIFIED",
+	    "MODIFIED", "MODIFIED", "MODIFIED", "MODIFIED" },
+	  { "", "", "", "", "", "", "", "", "", "", "node-9" },
+	  false,
+	  "12 frames: ADDED nodeName \"\", MODIFIED nodeName \"\" x6, 4 more not kept, MODIFIED "
+	  "nodeName \"node-1\"; 1 of 10 between changed nodeName (first: MODIFIED rev 1210 "
+	  "nodeName \"node-9\")",
+	  8,
+	  4,
+	  1,
+	  FRAMES_FROM_ADDED },
+};
+
+static void check_frames(const struct frames_case *fc)
+{
+	const struct addresses *a = &runs[0];
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+	};
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = correlator__new(&opt, on_bind, r);
+	struct actor api_watcher =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2102, a->apiserver_watcher),
+		     other = actor(640, "kube-apiserver", ROLE_APISERVER, 2103,
+				   "[::1]:6443 [::1]:46005");
+	const struct watcher *w;
+	char line[WATCHER_CHECK_MAX];
+	int i;
+
+	CHECK(r && c, "%s: correlator", fc->name);
+	if (!r || !c)
+		goto out;
+	/* Frames long before the bind (negative offsets from its start), and another watch's
+	 * ADDED of the pod, which is not this one's. */
+	watch_frame(c, &other, CONN_DIR_OUT, 0, 1, "ADDED", "", 1200);
+	for (i = 0; i < fc->n; i++)
+		watch_frame(c, &api_watcher, CONN_DIR_OUT, 10 + (uint64_t)i, 11 + (uint64_t)i,
+			    fc->types[i], fc->nodes[i], 1200 + i);
+	if (fc->loss)
+		correlator__loss(c, 640, 2102, B + 30 * US);
+	/* The bind itself, after them. */
+	play(c, a);
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1 && r->t.n_watchers == 1, "%s: one bind, one watcher (%d, %d)", fc->name,
+	      r->binds, r->t.n_watchers);
+	if (r->binds != 1 || r->t.n_watchers != 1)
+		goto out;
+	w = &r->t.watchers[0];
+	watcher__frames_check(line, sizeof(line), w);
+	CHECK(strcmp(line, fc->want) == 0, "%s: check line\n  got  %s\n  want %s", fc->name, line,
+	      fc->want);
+	CHECK(w->n_frames == fc->kept && w->frames_not_kept == fc->not_kept &&
+		  w->frames_changed == fc->changed && w->frames_start == fc->start,
+	      "%s: %d kept, %d not kept, %d changed, start %s", fc->name, w->n_frames,
+	      w->frames_not_kept, w->frames_changed, frames_start__name(w->frames_start));
+	CHECK(w->n_frames && !strcmp(w->frames[w->n_frames - 1].node, "node-1") &&
+		  w->frames[w->n_frames - 1].revision == REVISION &&
+		  w->frames[w->n_frames - 1].received_ns,
+	      "%s: the last frame is the bind's, received", fc->name);
+	CHECK(strstr(r->json, "\"frames_check\":\"") != NULL, "%s: frames_check in the JSON",
+	      fc->name);
+out:
+	correlator__free(c);
+	free(r);
+}
+
+/* The pod's create, as the apiserver read it: a generateName'd pod's POST is named by its 201 on
+ * the same stream; a Pod read without method and path (a connection opened before attaching)
+ * leaves create_request missing, saying so; the create Txn and its answer make it a pod created
+ * while traced. */
+static void check_create(bool generated, bool headerless)
+{
+	const struct addresses *a = &runs[0];
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+	};
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = correlator__new(&opt, on_bind, r);
+	struct actor client = actor(640, "kube-apiserver", ROLE_APISERVER, 2200,
+				    "[::1]:6443 [::1]:47000"),
+		     api_etcd =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2002, a->apiserver_etcd);
+	struct decoded_msg *m;
+	const char *name = generated ? "web-" : "web-0";
+
+	CHECK(r && c, "correlator");
+	if (!r || !c)
+		goto out;
+	m = message(DECODED_REQUEST, CONN_DIR_IN, 11, 1, 2);
+	if (!headerless) {
+		snprintf(m->http.method, sizeof(m->http.method), "POST");
+		snprintf(m->http.path, sizeof(m->http.path), "/api/v1/namespaces/default/pods");
+	}
+	m->body_kind = BODY_K8S;
+	m->body.k8s.kind = K8S_KIND_POD;
+	m->body.k8s.meta.generated_name = generated;
+	snprintf(m->body.k8s.meta.namespace, sizeof(m->body.k8s.meta.namespace), "default");
+	snprintf(m->body.k8s.meta.name, sizeof(m->body.k8s.meta.name), "%s", name);
+	correlator__message(c, &client, m);
+	m = message(DECODED_GRPC_REQUEST, CONN_DIR_OUT, 9, 3, 4);
+	m->body_kind = BODY_ETCD_TXN;
+	snprintf(m->body.txn.compare_key, sizeof(m->body.txn.compare_key), POD_KEY);
+	m->body.txn.has_put = true;
+	snprintf(m->body.txn.put.key, sizeof(m->body.txn.put.key), POD_KEY);
+	correlator__message(c, &api_etcd, m);
+	m = message(DECODED_GRPC_RESPONSE, CONN_DIR_IN, 9, 5, 6);
+	m->body_kind = BODY_ETCD_TXN_RESPONSE;
+	m->body.txn_response.header.revision = REVISION - 10;
+	m->body.txn_response.succeeded = true;
+	correlator__message(c, &api_etcd, m);
+	m = message(DECODED_RESPONSE, CONN_DIR_OUT, 11, 7, 8);
+	m->http.status = 201;
+	m->body_kind = BODY_K8S;
+	m->body.k8s.kind = K8S_KIND_POD;
+	snprintf(m->body.k8s.meta.namespace, sizeof(m->body.k8s.meta.namespace), "default");
+	snprintf(m->body.k8s.meta.name, sizeof(m->body.k8s.meta.name), "web-0");
+	correlator__message(c, &client, m);
+	play(c, a);
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1, "create (generated %d, headerless %d): one bind", generated,
+	      headerless);
+	CHECK(!r->t.created_before_attach && r->t.create_revision == REVISION - 10,
+	      "create (generated %d, headerless %d): created while traced, at %lld", generated,
+	      headerless, (long long)r->t.create_revision);
+	if (headerless)
+		CHECK(!r->t.stages[STAGE_CREATE_REQUEST].seen &&
+			  strstr(r->t.stages[STAGE_CREATE_REQUEST].missing,
+				 "predates bindtrace's attach"),
+		      "headerless create: create_request missing, saying why: '%s'",
+		      r->t.stages[STAGE_CREATE_REQUEST].missing);
+	else
+		CHECK(r->t.stages[STAGE_CREATE_REQUEST].seen &&
+			  r->t.stages[STAGE_CREATE_REQUEST].mono_ns == B + 2 * US,
+		      "create (generated %d): create_request seen at the POST (%s)", generated,
+		      r->t.stages[STAGE_CREATE_REQUEST].missing);
+out:
+	correlator__free(c);
+	free(r);
+}
+
 /* One tracer per node (--node): on a node whose apiserver did not serve the Binding, the write
  * reaches its apiserver only through its etcd member's watch, and fans out to its watchers. It
  * is emitted once, as served elsewhere: bound, the UID and revision from etcd's event, the
@@ -406,6 +633,11 @@ int main(void)
 
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++)
 		check_run(&runs[i]);
+	for (i = 0; i < sizeof(frames_cases) / sizeof(frames_cases[0]); i++)
+		check_frames(&frames_cases[i]);
+	check_create(false, false);
+	check_create(true, false);
+	check_create(false, true);
 	check_node_scope();
 	return check_summary("correlate");
 }

@@ -223,6 +223,38 @@ static void test_k8s(void)
 	CHECK_INT(k8s__decode_json(unsched, strlen(unsched), &o, NULL), 0);
 	CHECK_STR(o.pod.scheduled_reason, "Unschedulable");
 	CHECK_STR(o.pod.scheduled_message, UNSCHED_MESSAGE);
+	/* A message of the scheduler's longest (1024 bytes) is held whole; a longer one is cut at
+	 * a character's start and ends in "…"; a generateName'd pod says its name is not one. */
+	{
+		static char big[2200];
+		char msg[1200];
+		int n;
+
+		for (size_t len = 1024; len <= 1026; len += 2) {
+			memset(msg, 'a', len);
+			memcpy(msg + 1019, "\xc3\xa9\xc3\xa9", 4); /* "éé" across the cut */
+			msg[len] = '\0';
+			n = snprintf(big, sizeof(big),
+				     "{\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"web-\"},"
+				     "\"status\":{\"conditions\":[{\"type\":\"PodScheduled\","
+				     "\"message\":\"%s\"}]}}",
+				     msg);
+			CHECK_INT(k8s__decode_json(big, (size_t)n, &o, NULL), 0);
+			if (len == 1024) {
+				CHECK_STR(o.pod.scheduled_message, msg);
+			} else {
+				CHECK(strlen(o.pod.scheduled_message) <= 1024 &&
+					  !strcmp(o.pod.scheduled_message +
+						      strlen(o.pod.scheduled_message) - 3,
+						  "\xe2\x80\xa6") &&
+					  !strncmp(o.pod.scheduled_message, msg, 1019),
+				      "a %zu-byte message cut with an ellipsis: ...%s", len,
+				      o.pod.scheduled_message + 1015);
+			}
+			CHECK(o.meta.generated_name && !strcmp(o.meta.name, "web-"),
+			      "generateName kept apart from a name");
+		}
+	}
 	CHECK(k8s__decode_json("[1,2]", 5, &o, NULL) < 0, "array");
 	CHECK(k8s__decode_json("{\"kind\":", 8, &o, NULL) < 0, "cut json");
 
