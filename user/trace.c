@@ -138,14 +138,18 @@ static int start_metrics(struct tracer *tr)
 static int find_targets(struct tracer *tr)
 {
 	const enum process_role roles[] = { ROLE_SCHEDULER, ROLE_APISERVER, ROLE_ETCD };
-	const pid_t given[] = { tr->opt.scheduler_pid, tr->opt.apiserver_pid, tr->opt.etcd_pid };
-	int found = 0, n, i;
+	const struct trace_pids *given[] = { &tr->opt.scheduler_pids, &tr->opt.apiserver_pids,
+					     &tr->opt.etcd_pids };
+	int found = 0, n, i, k;
 
 	for (i = 0; i < 3; i++) {
-		n = targets__find(&tr->targets, roles[i], given[i]);
-		if (n < 0)
-			return n;
-		found += n;
+		for (k = 0; k < (given[i]->n ? given[i]->n : 1); k++) {
+			n = targets__find(&tr->targets, roles[i],
+					  given[i]->n ? given[i]->pid[k] : 0);
+			if (n < 0)
+				return n;
+			found += n;
+		}
 	}
 	if (!found) {
 		fprintf(stderr,

@@ -31,7 +31,9 @@ static const struct argp_option trace_argp_options[] = {
 	{ NULL, 0, NULL, 0, "Processes (default: found by executable name):", 1 },
 	{ "scheduler-pid", OPT_SCHEDULER_PID, "PID", 0, "The kube-scheduler to trace", 1 },
 	{ "apiserver-pid", OPT_APISERVER_PID, "PID", 0, "The kube-apiserver to trace", 1 },
-	{ "etcd-pid", OPT_ETCD_PID, "PID", 0, "The etcd to trace", 1 },
+	{ "etcd-pid", OPT_ETCD_PID, "PID", 0,
+	  "The etcd to trace (each --*-pid may be repeated: every etcd member on this machine)",
+	  1 },
 	{ "no-watchers", OPT_NO_WATCHERS, NULL, 0,
 	  "Do not trace the apiserver's clients on this host (kubectl -w...) to see watch events "
 	  "arrive",
@@ -116,16 +118,19 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SCHEDULER_PID:
 	case OPT_APISERVER_PID:
-	case OPT_ETCD_PID:
+	case OPT_ETCD_PID: {
+		struct trace_pids *p = key == OPT_SCHEDULER_PID	  ? &opt->scheduler_pids
+				       : key == OPT_APISERVER_PID ? &opt->apiserver_pids
+								  : &opt->etcd_pids;
+
 		if (util__parse_ulong(arg, 1, 0x7fffffff, &v))
 			argp_error(state, "invalid pid '%s'", arg);
-		if (key == OPT_SCHEDULER_PID)
-			opt->scheduler_pid = (pid_t)v;
-		else if (key == OPT_APISERVER_PID)
-			opt->apiserver_pid = (pid_t)v;
-		else
-			opt->etcd_pid = (pid_t)v;
+		if (p->n == TRACE_PIDS_PER_ROLE)
+			argp_error(state, "a --*-pid option given more than %d times",
+				   TRACE_PIDS_PER_ROLE);
+		p->pid[p->n++] = (pid_t)v;
 		break;
+	}
 	case 'j':
 		opt->json = true;
 		break;

@@ -17,6 +17,9 @@
 #include "events.h"
 #include "otlp.h"
 
+/* Processes of one role given with --scheduler-pid etc. */
+#define TRACE_PIDS_PER_ROLE 8
+
 struct evidence_quota_stats;
 struct go_binary;
 
@@ -41,7 +44,12 @@ struct trace_options {
 	unsigned long duration_s;
 	unsigned long ringbuf_bytes;
 	unsigned long linger_ms;
-	pid_t scheduler_pid, apiserver_pid, etcd_pid;
+	/* --scheduler-pid, --apiserver-pid, --etcd-pid: n of each, in the order given (each
+	 * option repeatable: an HA node's etcd members, all of them on one machine). */
+	struct trace_pids {
+		pid_t pid[TRACE_PIDS_PER_ROLE];
+		int n;
+	} scheduler_pids, apiserver_pids, etcd_pids;
 };
 
 struct trace_outputs;
