@@ -134,6 +134,60 @@ struct citation {
 	char queue_probe[96];
 };
 
+/* The bind's raft entry, on an etcd of several members whose peer traffic is traced (all of them
+ * when they run on this host). Filled when the bind closes; `expected` is false where etcd has no
+ * peers in sight (a single member): then none of this is shown and nothing of it is missing.
+ *
+ * The entry is found by its content: the answering member's InternalRaftRequest carries the
+ * apiserver's Txn (the pod's key and the compare's mod_revision) and header.ID, which then
+ * follows it through MsgProp, MsgApp and its index. Commit and apply send nothing of their own;
+ * what stands for them (correlate.c, resolve_raft):
+ * - raft_committed: the leader's first message carrying commit >= the entry's index (a MsgApp
+ *   or heartbeat): the first the cluster hears of it, after the leader counted the quorum.
+ * - raft_applied: the answering member learning that commit (its read of such a message; the
+ *   leader: raft_committed). It applies from there, asynchronously; the apply itself sends
+ *   nothing, and its first sign is the answer (etcd_txn_response) and the watch event. */
+#define BIND_RAFT_MEMBERS 7
+
+struct raft_member_part {
+	uint64_t id; /* raft member id (hex in outputs) */
+	pid_t pid;   /* 0: its process is not traced */
+	bool leader;
+	bool answered;	/* the member the apiserver's Txn went to */
+	bool in_quorum; /* its acknowledgement (the leader: its fsync) made the quorum */
+	/* raft_appended on this member: its WAL fdatasync holding the entry (first/last: start
+	 * and end; time: end). A follower's: the first to start after it read the MsgApp; the
+	 * leader's: the first to end after it began writing its MsgApp (it sends before it
+	 * saves, and its Save of the Ready before ended before this Ready's messages left). */
+	struct stage appended;
+	uint64_t app_received_ns; /* a follower read the MsgApp carrying the entry */
+	uint64_t ack_sent_ns;	  /* it wrote MsgAppResp(index >= the entry's) */
+	uint64_t ack_received_ns; /* the leader read it */
+	uint64_t ack_ns;	  /* the acknowledgement as the leader counts it (0: none seen) */
+};
+
+struct bind_raft {
+	bool expected;	     /* the answering member has peers in sight: the stages below count */
+	bool seen;	     /* the entry was found in the peer traffic */
+	uint64_t request_id; /* InternalRaftRequest header.ID */
+	uint64_t index, term;
+	uint64_t leader;    /* member id, 0 unknown */
+	uint64_t answering; /* member id, 0 unknown */
+	int voters;	    /* members seen in the peer traffic */
+	int quorum;	    /* acknowledgements a commit needs */
+	/* The entry went through a leader change: proposed to one member and appended by
+	 * another, or appended at two terms (then the last is the one shown). */
+	bool leader_changed;
+	char change[BIND_REASON_MAX];
+	struct stage proposed;	   /* follower wrote MsgProp (first) -> leader read it (time) */
+	struct stage appended;	   /* leader's first MsgApp write (first) -> quorum's ack (time) */
+	struct stage quorum_fsync; /* the fsync of the member whose ack completed the quorum */
+	struct stage committed;
+	struct stage applied;
+	struct raft_member_part members[BIND_RAFT_MEMBERS];
+	int n_members;
+};
+
 struct bind_timeline {
 	uint64_t seq;
 	enum bind_result result;
@@ -170,6 +224,7 @@ struct bind_timeline {
 	int n_watchers;
 	int watchers_dropped;
 	struct citation citation;
+	struct bind_raft raft;
 };
 
 const char *stage__name(enum stage_id stage);
@@ -233,6 +288,9 @@ struct correlator_stats {
 	uint64_t pending;	  /* pods created, not yet bound, held now */
 	uint64_t pending_evicted; /* dropped: the pending state was full */
 	uint64_t pending_expired; /* dropped: pending longer than pending_max_age_ns */
+	/* Raft: observations of the peer traffic kept (a bounded ring), and binds whose raft
+	 * entry's observations had been pushed out of it before they closed. */
+	uint64_t raft_observations, raft_pushed_out;
 };
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
 
