@@ -63,23 +63,23 @@ static const struct leg_def legs[LEG_MAX] = {
 			    STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC, AT_FIRST, AT_LAST,
 			    ROLE_ETCD, ROLE_ETCD },
 	/* Raft (correlate.h, struct bind_raft): the Txn's member forwards it to the leader; the
-	 * leader sends the entry and a quorum acknowledges it (the leader's own at the end of its
-	 * fsync, a follower's MsgAppResp when the leader read it), the slowest fsync of that
-	 * quorum; the leader's first message carrying the commit index until the answering member
-	 * had read one (the leader: at once). */
+	 * leader sends the entry and a quorum acknowledges it, which commits it (the leader's own
+	 * acknowledgement at the end of its fsync, a follower's MsgAppResp when the leader read
+	 * it); the fsync of the member that completed the quorum; from the commit until the
+	 * answering member had read the commit index (the leader: at once). */
 	[LEG_RAFT_PROPOSE] = { "propose", "etcd read the Txn -> the leader read its MsgProp",
 			       STAGE_ETCD_TXN_RECEIVED, AT_RAFT_PROPOSED, AT_TIME, AT_TIME,
 			       ROLE_ETCD, ROLE_ETCD },
 	[LEG_RAFT_REPLICATE] = { "replicate",
-				 "leader sends the entry (MsgApp) -> a quorum acknowledged it",
-				 AT_RAFT_APPENDED, AT_RAFT_APPENDED, AT_FIRST, AT_TIME, ROLE_ETCD,
+				 "leader sends the entry (MsgApp) -> a quorum acknowledged it (commit)",
+				 AT_RAFT_APPENDED, AT_RAFT_COMMITTED, AT_FIRST, AT_TIME, ROLE_ETCD,
 				 ROLE_ETCD },
 	[LEG_RAFT_QUORUM_FSYNC] = { "quorum_fsync",
 				    "the WAL fdatasync of the member that completed the quorum",
 				    AT_RAFT_QUORUM_FSYNC, AT_RAFT_QUORUM_FSYNC, AT_FIRST, AT_LAST,
 				    ROLE_ETCD, ROLE_ETCD },
 	[LEG_RAFT_COMMIT_TO_APPLY] = { "commit_to_apply",
-				       "leader announces the commit -> answering member read it",
+				       "leader commits -> answering member read the commit index",
 				       AT_RAFT_COMMITTED, AT_RAFT_APPLIED, AT_TIME, AT_TIME,
 				       ROLE_ETCD, ROLE_ETCD },
 	/* From the end of the WAL fsync, when the write is durable: etcd sends its watch event and

@@ -44,7 +44,7 @@ enum leg_id {
 	LEG_RAFT_PROPOSE,	  /* the answering follower forwards the proposal to the leader */
 	LEG_RAFT_REPLICATE,	  /* the leader sends the entry -> a quorum has acknowledged it */
 	LEG_RAFT_QUORUM_FSYNC,	  /* the WAL fsync that completed the quorum */
-	LEG_RAFT_COMMIT_TO_APPLY, /* the leader announces the commit -> the answering member knows */
+	LEG_RAFT_COMMIT_TO_APPLY, /* the leader commits -> the answering member knows */
 	LEG_ETCD_TO_WATCH,
 	LEG_APISERVER_RESPOND,
 	LEG_APISERVER_TO_SCHEDULER,

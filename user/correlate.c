@@ -1368,16 +1368,22 @@ static void raft_appends(struct correlator *c, struct bind_raft *r, pid_t leader
 			snprintf(why, sizeof(why), "member %s is not traced", id);
 			raft_stage_missing(&p->appended, why);
 		} else if (p->leader) {
-			fs = app_sent ? raft_fsync(c, p->pid, leader_had_ns, app_sent->first_ns)
-				      : NULL;
+			/* The first to start after it had the proposal: a Ready holds every
+			 * entry appended before it, and a Save starts after its Ready. Not after
+			 * its MsgApp: the transport writes it from another goroutine, which under
+			 * load runs after the Save's fsync has ended. Without the proposal's
+			 * arrival, the first to end after the MsgApp. */
+			fs = !app_sent	     ? NULL
+			     : leader_had_ns ? raft_fsync(c, p->pid, leader_had_ns, 0)
+					     : raft_fsync(c, p->pid, 0, app_sent->first_ns);
 			if (fs) {
 				set_stage(&p->appended, &fs->who, fs->last_ns, fs->first_ns,
 					  fs->last_ns, 0);
 				p->ack_ns = fs->last_ns;
 			} else {
 				raft_stage_missing(
-				    &p->appended, app_sent ? "no WAL fsync of the leader ended "
-							     "after it sent the entry"
+				    &p->appended, app_sent ? "no WAL fsync of the leader after it "
+							     "had the entry"
 							   : "the leader's MsgApp of the entry was "
 							     "not seen");
 			}
@@ -1418,11 +1424,13 @@ static void raft_appends(struct correlator *c, struct bind_raft *r, pid_t leader
 }
 
 /* The quorum: the first r->quorum acknowledgements as the leader counts them (its own at the
- * end of its fsync, a follower's when it read its MsgAppResp). */
+ * end of its fsync, a follower's when it read its MsgAppResp). The last of them is when the
+ * leader commits: raft_committed; raft_appended ends when the quorum's fsyncs all had. */
 static void raft_quorum(struct bind_raft *r, const struct raft_obs *app_sent)
 {
 	struct raft_member_part *order[BIND_RAFT_MEMBERS], *last;
 	char why[BIND_REASON_MAX];
+	uint64_t durable = 0;
 	int n = 0, i, j;
 
 	for (i = 0; i < r->n_members; i++)
@@ -1440,12 +1448,23 @@ static void raft_quorum(struct bind_raft *r, const struct raft_obs *app_sent)
 			 app_sent ? "" : " (the leader's MsgApp was not seen)");
 		raft_stage_missing(&r->appended, why);
 		raft_stage_missing(&r->quorum_fsync, why);
+		raft_stage_missing(&r->committed, why);
 		return;
 	}
-	for (i = 0; i < r->quorum; i++)
+	for (i = 0; i < r->quorum; i++) {
 		order[i]->in_quorum = true;
+		if (!order[i]->appended.seen)
+			durable = UINT64_MAX;
+		else if (durable < order[i]->appended.last_ns)
+			durable = order[i]->appended.last_ns;
+	}
 	last = order[r->quorum - 1];
-	set_stage(&r->appended, &app_sent->who, last->ack_ns, app_sent->first_ns, last->ack_ns, 0);
+	/* The leader commits on the acknowledgement that completes the quorum. */
+	set_stage(&r->committed, &app_sent->who, last->ack_ns, last->ack_ns, last->ack_ns, 0);
+	if (durable != UINT64_MAX)
+		set_stage(&r->appended, &app_sent->who, durable, app_sent->first_ns, durable, 0);
+	else
+		raft_stage_missing(&r->appended, "a WAL fsync of the quorum was not seen");
 	if (last->appended.seen)
 		r->quorum_fsync = last->appended;
 	else
@@ -1579,22 +1598,23 @@ static void resolve_raft(struct correlator *c, struct bind_timeline *t)
 	raft_appends(c, r, leader_pid, app_sent, had_ns);
 	raft_quorum(r, app_sent);
 
-	/* raft_committed: the leader's first message carrying commit >= index. */
+	/* The leader's first message carrying commit >= index: the commit shown to the others
+	 * (raft_committed's last point). */
 	for_each_robs(c, o, i)
 	{
-		if (o->kind == ROBS_COMMIT && o->sent && o->who.pid == leader_pid &&
-		    o->index >= r->index && (!app_sent || o->first_ns >= app_sent->first_ns)) {
-			set_stage(&r->committed, &o->who, o->first_ns, o->first_ns, o->last_ns, 0);
+		if (r->committed.seen && o->kind == ROBS_COMMIT && o->sent &&
+		    o->who.pid == leader_pid && o->index >= r->index &&
+		    o->first_ns >= r->committed.mono_ns) {
+			r->committed.last_ns = o->first_ns;
+			r->committed.who = o->who;
 			break;
 		}
 	}
-	if (!r->committed.seen)
-		raft_stage_missing(&r->committed,
-				   "no message of the leader carrying the commit index seen");
-	/* raft_applied: the answering member learns the commit (the leader: it announces it). */
+	/* raft_applied: the answering member learns the commit (the leader: as it commits). */
 	if (r->answering == r->leader) {
 		if (r->committed.seen)
-			r->applied = r->committed;
+			set_stage(&r->applied, &r->committed.who, r->committed.mono_ns,
+				  r->committed.mono_ns, r->committed.mono_ns, 0);
 		else
 			raft_stage_missing(&r->applied, r->committed.missing);
 		return;

@@ -142,11 +142,13 @@ struct citation {
  * apiserver's Txn (the pod's key and the compare's mod_revision) and header.ID, which then
  * follows it through MsgProp, MsgApp and its index. Commit and apply send nothing of their own;
  * what stands for them (correlate.c, resolve_raft):
- * - raft_committed: the leader's first message carrying commit >= the entry's index (a MsgApp
- *   or heartbeat): the first the cluster hears of it, after the leader counted the quorum.
- * - raft_applied: the answering member learning that commit (its read of such a message; the
- *   leader: raft_committed). It applies from there, asynchronously; the apply itself sends
- *   nothing, and its first sign is the answer (etcd_txn_response) and the watch event. */
+ * - raft_committed: the acknowledgement that completed the quorum, as the leader got it (its
+ *   read of the follower's MsgAppResp, or the end of its own WAL fsync): the leader commits on
+ *   it. Its last point is the leader's first message carrying commit >= the entry's index (a
+ *   MsgApp or heartbeat), the first the others hear of it (= its time when none was seen).
+ * - raft_applied: the answering member learning that commit: a follower's read of such a
+ *   message; the leader's, raft_committed's time. It applies from there, asynchronously; the
+ *   apply itself sends nothing, and its first sign is the answer (etcd_txn_response). */
 #define BIND_RAFT_MEMBERS 7
 
 struct raft_member_part {
@@ -157,8 +159,9 @@ struct raft_member_part {
 	bool in_quorum; /* its acknowledgement (the leader: its fsync) made the quorum */
 	/* raft_appended on this member: its WAL fdatasync holding the entry (first/last: start
 	 * and end; time: end). A follower's: the first to start after it read the MsgApp; the
-	 * leader's: the first to end after it began writing its MsgApp (it sends before it
-	 * saves, and its Save of the Ready before ended before this Ready's messages left). */
+	 * leader's: the first to start after it had the proposal (read the MsgProp, or the Txn).
+	 * (A Save that began between that read and raft stepping it would be the one before:
+	 * not told apart; microseconds apart when the process gets the CPU.) */
 	struct stage appended;
 	uint64_t app_received_ns; /* a follower read the MsgApp carrying the entry */
 	uint64_t ack_sent_ns;	  /* it wrote MsgAppResp(index >= the entry's) */

@@ -230,7 +230,7 @@ static void print_raft(FILE *out, const struct bind_timeline *t, uint64_t t0)
 		print_stage(out, "raft_appended", &p->appended, t0, extra);
 	}
 	print_stage(out, "raft_committed", &r->committed, t0,
-		    "leader's first message with the commit index");
+		    "the ack that completed the quorum, read by the leader");
 	print_stage(out, "raft_applied", &r->applied, t0, "answering member read the commit index");
 }
 
