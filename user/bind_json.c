@@ -1,5 +1,7 @@
 /* A bind as one JSON object, the schema of the README, built section by section from the view. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <jansson.h>
@@ -131,7 +133,7 @@ static json_t *legs_json(const struct bind_view *v)
 	int l;
 
 	for (l = 0; l < LEG_MAX; l++) {
-		if (leg__per_watcher((enum leg_id)l))
+		if (leg__per_watcher((enum leg_id)l) || !leg__applies(v->t, (enum leg_id)l))
 			continue;
 		json_object_set_new(legs, leg__name((enum leg_id)l),
 				    leg__duration(v->t, (enum leg_id)l, -1, &d) ? json_integer(d)
@@ -251,6 +253,70 @@ static json_t *citation_json(const struct citation *ci)
 	return c;
 }
 
+static json_t *raft_id_json(uint64_t id)
+{
+	char hex[24];
+
+	if (!id)
+		return json_null();
+	snprintf(hex, sizeof(hex), "%" PRIx64, id);
+	return json_string(hex);
+}
+
+static void set_ns(json_t *o, const char *name, uint64_t ns)
+{
+	json_object_set_new(o, name, ns ? json_integer((json_int_t)ns) : json_null());
+}
+
+/* The bind's raft entry (correlate.h, struct bind_raft): present only where raft is expected. */
+static json_t *raft_json(const struct bind_view *v)
+{
+	const struct bind_raft *r = &v->t->raft;
+	json_t *o = json_object(), *members = json_array(), *quorum = json_array();
+	char hex[24];
+	int k;
+
+	snprintf(hex, sizeof(hex), "%" PRIx64, r->request_id);
+	json_object_set_new(o, "entry_seen", json_boolean(r->seen));
+	json_object_set_new(o, "request_id", r->seen ? json_string(hex) : json_null());
+	json_object_set_new(o, "index", json_integer((json_int_t)r->index));
+	json_object_set_new(o, "term", json_integer((json_int_t)r->term));
+	json_object_set_new(o, "leader", raft_id_json(r->leader));
+	json_object_set_new(o, "answering_member", raft_id_json(r->answering));
+	json_object_set_new(o, "voters", json_integer(r->voters));
+	json_object_set_new(o, "quorum_size", json_integer(r->quorum));
+	json_object_set_new(o, "leader_change",
+			    r->leader_changed ? json_string(r->change) : json_null());
+	json_object_set_new(o, "raft_proposed", stage_json(&r->proposed, v->wall_offset_ns));
+	json_object_set_new(o, "raft_appended", stage_json(&r->appended, v->wall_offset_ns));
+	json_object_set_new(o, "raft_quorum_fsync",
+			    stage_json(&r->quorum_fsync, v->wall_offset_ns));
+	json_object_set_new(o, "raft_committed", stage_json(&r->committed, v->wall_offset_ns));
+	json_object_set_new(o, "raft_applied", stage_json(&r->applied, v->wall_offset_ns));
+	for (k = 0; k < r->n_members; k++) {
+		const struct raft_member_part *p = &r->members[k];
+		json_t *m = json_object();
+
+		json_object_set_new(m, "id", raft_id_json(p->id));
+		json_object_set_new(m, "pid", p->pid ? json_integer(p->pid) : json_null());
+		json_object_set_new(m, "leader", json_boolean(p->leader));
+		json_object_set_new(m, "answered", json_boolean(p->answered));
+		json_object_set_new(m, "in_quorum", json_boolean(p->in_quorum));
+		json_object_set_new(m, "raft_appended",
+				    stage_json(&p->appended, v->wall_offset_ns));
+		set_ns(m, "msgapp_received_mono_ns", p->app_received_ns);
+		set_ns(m, "ack_sent_mono_ns", p->ack_sent_ns);
+		set_ns(m, "ack_received_mono_ns", p->ack_received_ns);
+		set_ns(m, "ack_counted_mono_ns", p->ack_ns);
+		json_array_append_new(members, m);
+		if (p->in_quorum)
+			json_array_append_new(quorum, raft_id_json(p->id));
+	}
+	json_object_set_new(o, "quorum", quorum);
+	json_object_set_new(o, "members", members);
+	return o;
+}
+
 json_t *bind_json__new(const struct bind_view *v)
 {
 	const struct bind_timeline *t = v->t;
@@ -262,6 +328,8 @@ json_t *bind_json__new(const struct bind_view *v)
 	if (v->tracer_node && v->tracer_node[0]) /* --node: whose tracer saw it */
 		json_object_set_new(root, "tracer_node", json_string(v->tracer_node));
 	json_object_set_new(root, "stages", stages_json(v));
+	if (t->raft.expected)
+		json_object_set_new(root, "raft", raft_json(v));
 	for (w = 0; w < t->n_watchers; w++)
 		json_array_append_new(watchers, watcher_json(v, w));
 	json_object_set_new(root, "watchers", watchers);

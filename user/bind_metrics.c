@@ -179,7 +179,7 @@ struct bind_metrics *bind_metrics__new(void)
 		metric__touch(bm->binds,
 			      (const char *[]){ bind_result__name((enum bind_result)i) });
 	for (i = 0; i < LEG_MAX; i++)
-		if (i != LEG_TOTAL)
+		if (i != LEG_TOTAL && !leg__raft((enum leg_id)i))
 			metric__touch(bm->legs, (const char *[]){ leg__name((enum leg_id)i) });
 	metric__touch(bm->total, NULL);
 	metric__touch(bm->drops, NULL);

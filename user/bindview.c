@@ -19,6 +19,12 @@ enum stage_point {
 /* A leg's ends: a stage of the bind, or a stage of the watcher the leg is measured for. */
 #define AT_WATCH_EVENT_SENT STAGE_MAX
 #define AT_WATCH_EVENT_RECEIVED (STAGE_MAX + 1)
+/* ... or a raft stage of the bind (t->raft). */
+#define AT_RAFT_PROPOSED (STAGE_MAX + 2)
+#define AT_RAFT_APPENDED (STAGE_MAX + 3)
+#define AT_RAFT_QUORUM_FSYNC (STAGE_MAX + 4)
+#define AT_RAFT_COMMITTED (STAGE_MAX + 5)
+#define AT_RAFT_APPLIED (STAGE_MAX + 6)
 
 struct leg_def {
 	const char *name;
@@ -57,6 +63,26 @@ static const struct leg_def legs[LEG_MAX] = {
 	[LEG_WAL_FSYNC] = { "wal_fsync", "the WAL fdatasync that made it durable",
 			    STAGE_ETCD_WAL_FSYNC, STAGE_ETCD_WAL_FSYNC, AT_FIRST, AT_LAST,
 			    ROLE_ETCD, ROLE_ETCD },
+	/* Raft (correlate.h, struct bind_raft): the Txn's member forwards it to the leader; the
+	 * leader sends the entry and a quorum acknowledges it, which commits it (the leader's own
+	 * acknowledgement at the end of its fsync, a follower's MsgAppResp when the leader read
+	 * it); the fsync of the member that completed the quorum; from the commit until the
+	 * answering member had read the commit index (the leader: at once). */
+	[LEG_RAFT_PROPOSE] = { "propose", "etcd read the Txn -> the leader read its MsgProp",
+			       STAGE_ETCD_TXN_RECEIVED, AT_RAFT_PROPOSED, AT_TIME, AT_TIME,
+			       ROLE_ETCD, ROLE_ETCD },
+	[LEG_RAFT_REPLICATE] = { "replicate",
+				 "leader sends the entry (MsgApp) -> a quorum acknowledged it (commit)",
+				 AT_RAFT_APPENDED, AT_RAFT_COMMITTED, AT_FIRST, AT_TIME, ROLE_ETCD,
+				 ROLE_ETCD },
+	[LEG_RAFT_QUORUM_FSYNC] = { "quorum_fsync",
+				    "the WAL fdatasync of the member that completed the quorum",
+				    AT_RAFT_QUORUM_FSYNC, AT_RAFT_QUORUM_FSYNC, AT_FIRST, AT_LAST,
+				    ROLE_ETCD, ROLE_ETCD },
+	[LEG_RAFT_COMMIT_TO_APPLY] = { "commit_to_apply",
+				       "leader commits -> answering member read the commit index",
+				       AT_RAFT_COMMITTED, AT_RAFT_APPLIED, AT_TIME, AT_TIME,
+				       ROLE_ETCD, ROLE_ETCD },
 	/* From the end of the WAL fsync, when the write is durable: etcd sends its watch event and
 	 * its TxnResponse each on its own once the entry is applied, and the watch event can reach
 	 * the apiserver before etcd has written its answer (bind_full's full-2, by 1.7 ms), where
@@ -99,6 +125,16 @@ bool leg__per_watcher(enum leg_id leg)
 	return leg == LEG_WATCH_FANOUT || leg == LEG_WATCH_DELIVERY;
 }
 
+bool leg__raft(enum leg_id leg)
+{
+	return leg >= LEG_RAFT_PROPOSE && leg <= LEG_RAFT_COMMIT_TO_APPLY;
+}
+
+bool leg__applies(const struct bind_timeline *t, enum leg_id leg)
+{
+	return !leg__raft(leg) || t->raft.expected;
+}
+
 enum process_role leg__from_role(enum leg_id leg)
 {
 	return leg < LEG_MAX ? legs[leg].from_role : ROLE_OTHER;
@@ -126,6 +162,18 @@ static const struct stage *end_stage(const struct bind_timeline *t, int at, int 
 		return &t->watchers[watcher].sent;
 	if (at == AT_WATCH_EVENT_RECEIVED)
 		return &t->watchers[watcher].received;
+	switch (at) {
+	case AT_RAFT_PROPOSED:
+		return &t->raft.proposed;
+	case AT_RAFT_APPENDED:
+		return &t->raft.appended;
+	case AT_RAFT_QUORUM_FSYNC:
+		return &t->raft.quorum_fsync;
+	case AT_RAFT_COMMITTED:
+		return &t->raft.committed;
+	case AT_RAFT_APPLIED:
+		return &t->raft.applied;
+	}
 	return &t->stages[at];
 }
 
@@ -135,6 +183,18 @@ static const char *end_name(int at)
 		return "watch_event_sent";
 	if (at == AT_WATCH_EVENT_RECEIVED)
 		return "watch_event_received";
+	switch (at) {
+	case AT_RAFT_PROPOSED:
+		return "raft_proposed";
+	case AT_RAFT_APPENDED:
+		return "raft_appended";
+	case AT_RAFT_QUORUM_FSYNC:
+		return "raft_quorum_fsync";
+	case AT_RAFT_COMMITTED:
+		return "raft_committed";
+	case AT_RAFT_APPLIED:
+		return "raft_applied";
+	}
 	return stage__name((enum stage_id)at);
 }
 
@@ -203,8 +263,10 @@ bool bind_leg__follows(const struct bind_leg *a, const struct bind_leg *b)
 		return b->from == a->from && b->leg != LEG_WAL_FSYNC;
 	if (a->leg == LEG_ETCD_COMMIT && b->leg == LEG_WAL_FSYNC)
 		return true;
-	if (a->leg == LEG_WAL_FSYNC)
+	if (a->leg == LEG_WAL_FSYNC || a->leg == LEG_RAFT_QUORUM_FSYNC)
 		return false;
+	if (b->leg == LEG_RAFT_QUORUM_FSYNC)
+		return a->leg == LEG_RAFT_REPLICATE;
 	return b->from == a->to && b->leg != LEG_WAL_FSYNC;
 }
 
@@ -256,7 +318,8 @@ void bind_view__init(struct bind_view *v, const struct bind_timeline *t, int64_t
 	/* The total first: it frames the path. */
 	leg_fill(&v->legs[v->n_legs++], t, LEG_TOTAL, -1);
 	for (l = 0; l < LEG_MAX; l++)
-		if (l != LEG_TOTAL && !leg__per_watcher((enum leg_id)l))
+		if (l != LEG_TOTAL && !leg__per_watcher((enum leg_id)l) &&
+		    leg__applies(t, (enum leg_id)l))
 			leg_fill(&v->legs[v->n_legs++], t, (enum leg_id)l, -1);
 	for (w = 0; w < t->n_watchers && w < BIND_MAX_WATCHERS; w++) {
 		leg_fill(&v->legs[v->n_legs++], t, LEG_WATCH_FANOUT, w);

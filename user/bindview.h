@@ -40,6 +40,11 @@ enum leg_id {
 	LEG_TXN_TO_ETCD,
 	LEG_ETCD_COMMIT,
 	LEG_WAL_FSYNC,
+	/* Raft, on an etcd of several members (only for a bind whose raft.expected): */
+	LEG_RAFT_PROPOSE,	  /* the answering follower forwards the proposal to the leader */
+	LEG_RAFT_REPLICATE,	  /* the leader sends the entry -> a quorum has acknowledged it */
+	LEG_RAFT_QUORUM_FSYNC,	  /* the WAL fsync that completed the quorum */
+	LEG_RAFT_COMMIT_TO_APPLY, /* the leader commits -> the answering member knows */
 	LEG_ETCD_TO_WATCH,
 	LEG_APISERVER_RESPOND,
 	LEG_APISERVER_TO_SCHEDULER,
@@ -54,6 +59,11 @@ const char *leg__name(enum leg_id leg);
 const char *leg__description(enum leg_id leg);
 /* A leg measured once per watcher (fanout, delivery). */
 bool leg__per_watcher(enum leg_id leg);
+/* A raft leg: a bind has it only when its raft is expected (several members in sight); outputs
+ * leave it out otherwise, so a single member's output is as it was. */
+bool leg__raft(enum leg_id leg);
+/* Whether bind t has leg `leg` at all (seen or not): not a raft leg where no raft is expected. */
+bool leg__applies(const struct bind_timeline *t, enum leg_id leg);
 /* The processes a leg is between by design: names a leg even when a stage is missing. */
 enum process_role leg__from_role(enum leg_id leg);
 enum process_role leg__to_role(enum leg_id leg);

@@ -37,6 +37,9 @@
 #define MAX_CREATE_TXNS 256 /* create Txns awaiting their response */
 #define MAX_NAMELESS 64	    /* creates of generateName'd pods awaiting their 201 */
 #define PENDING_STAGES (STAGE_BIND_REQUEST - STAGE_CREATE_REQUEST)
+#define MAX_RAFT_OBS 16384 /* raft observations: a bind's entry, acks, commit indexes */
+#define MAX_RAFT_LINKS 64  /* (pid, conn, direction): the last ack and commit index kept */
+#define MAX_RAFT_PIDS 16   /* etcd processes and the member ids they speak as */
 
 enum obs_kind {
 	OBS_NONE = 0,
@@ -143,6 +146,42 @@ struct create_txn {
 	char key[BIND_NS_MAX + BIND_NAME_MAX + 2];
 };
 
+/* What raft traffic tells of a bind's entry, as one member saw it (sent: written by who, else
+ * read). Only what a bind can use is kept: the pod entries of MsgProp and MsgApp, every ack
+ * (MsgAppResp) and commit index (MsgApp, MsgHeartbeat) that moved on its link. */
+enum raft_obs_kind {
+	ROBS_NONE = 0,
+	ROBS_PROP,     /* MsgProp carrying a pod Txn entry */
+	ROBS_APP,      /* MsgApp carrying a pod Txn entry: index and term are the entry's */
+	ROBS_APP_RESP, /* MsgAppResp (not a reject): index acknowledged */
+	ROBS_COMMIT,   /* a leader's message carrying commit = index */
+};
+
+struct raft_obs {
+	enum raft_obs_kind kind;
+	bool sent;
+	uint64_t first_ns, last_ns;
+	struct actor who;
+	uint64_t from, to; /* member ids; the observer's own always known, the other 0 unknown */
+	uint64_t index, term;
+	uint64_t request_id;
+	uint64_t key_hash; /* ROBS_PROP/APP: of the pod key */
+	int64_t compare_rev;
+};
+
+struct raft_link {
+	pid_t pid;
+	uint64_t conn;
+	bool sent;
+	uint64_t last_ack, last_commit;
+	uint64_t used_ns;
+};
+
+struct raft_pid {
+	pid_t pid;
+	uint64_t id;
+};
+
 struct loss {
 	pid_t pid;
 	uint64_t conn;	  /* 0: ring buffer drop */
@@ -177,6 +216,13 @@ struct correlator {
 	struct citation scratch; /* a queued call's citation, unpacked to be joined */
 	struct nameless_create nameless[MAX_NAMELESS];
 	uint64_t nameless_next;
+	struct raft_obs *robs;
+	uint64_t robs_next; /* total ever added; slot = robs_next % MAX_RAFT_OBS */
+	struct raft_link raft_links[MAX_RAFT_LINKS];
+	struct raft_pid raft_pids[MAX_RAFT_PIDS];
+	int n_raft_pids;
+	uint64_t raft_ids[BIND_RAFT_MEMBERS]; /* every member id seen */
+	int n_raft_ids;
 };
 
 static const char *const stage_names[STAGE_MAX] = {
@@ -244,13 +290,14 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 	c->ctx = ctx;
 	c->binds = calloc(MAX_OPEN, sizeof(*c->binds));
 	c->obs = calloc(MAX_OBS, sizeof(*c->obs));
+	c->robs = calloc(MAX_RAFT_OBS, sizeof(*c->robs));
 	if (!c->opt.max_pending)
 		c->opt.max_pending = DEFAULT_MAX_PENDING;
 	if (!c->opt.pending_max_age_ns)
 		c->opt.pending_max_age_ns = DEFAULT_PENDING_AGE_NS;
 	c->pending = calloc(c->opt.max_pending, sizeof(*c->pending));
 	c->strs = strpool__new();
-	if (!c->binds || !c->obs || !c->pending || !c->strs) {
+	if (!c->binds || !c->obs || !c->robs || !c->pending || !c->strs) {
 		correlator__free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -340,6 +387,7 @@ void correlator__free(struct correlator *c)
 			observation__clear(c, &c->obs[i]);
 	free(c->obs);
 	strpool__free(c->strs);
+	free(c->robs);
 	free(c->binds);
 	free(c->pending);
 	free(c);
@@ -1025,6 +1073,157 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 	}
 }
 
+/* ---- Raft: etcd's peer traffic ---- */
+
+static void raft_note_id(struct correlator *c, uint64_t id)
+{
+	int i;
+
+	if (!id)
+		return;
+	for (i = 0; i < c->n_raft_ids; i++)
+		if (c->raft_ids[i] == id)
+			return;
+	if (c->n_raft_ids < BIND_RAFT_MEMBERS)
+		c->raft_ids[c->n_raft_ids++] = id;
+}
+
+/* The member id a traced etcd speaks as (0 unknown); learned from the messages it writes
+ * (their From) and reads (their To). */
+static uint64_t raft_member_of(const struct correlator *c, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < c->n_raft_pids; i++)
+		if (c->raft_pids[i].pid == pid)
+			return c->raft_pids[i].id;
+	return 0;
+}
+
+static pid_t raft_pid_of(const struct correlator *c, uint64_t id)
+{
+	int i;
+
+	for (i = 0; i < c->n_raft_pids; i++)
+		if (c->raft_pids[i].id == id)
+			return c->raft_pids[i].pid;
+	return 0;
+}
+
+static void raft_learn_pid(struct correlator *c, pid_t pid, uint64_t id)
+{
+	int i;
+
+	if (!id)
+		return;
+	raft_note_id(c, id);
+	for (i = 0; i < c->n_raft_pids; i++) {
+		if (c->raft_pids[i].pid == pid) {
+			c->raft_pids[i].id = id; /* a restarted member reuses no pid; last wins */
+			return;
+		}
+	}
+	if (c->n_raft_pids < MAX_RAFT_PIDS)
+		c->raft_pids[c->n_raft_pids++] = (struct raft_pid){ pid, id };
+}
+
+/* The link's last ack and commit: a repeat (heartbeats say the same commit ten times a second)
+ * is not kept. */
+static struct raft_link *raft_link(struct correlator *c, const struct actor *who, bool sent,
+				   uint64_t now)
+{
+	struct raft_link *l, *oldest = NULL;
+	int i;
+
+	for (i = 0; i < MAX_RAFT_LINKS; i++) {
+		l = &c->raft_links[i];
+		if (l->pid == who->pid && l->conn == who->conn && l->sent == sent) {
+			l->used_ns = now;
+			return l;
+		}
+		if (!oldest || l->used_ns < oldest->used_ns)
+			oldest = l;
+	}
+	memset(oldest, 0, sizeof(*oldest));
+	oldest->pid = who->pid;
+	oldest->conn = who->conn;
+	oldest->sent = sent;
+	oldest->used_ns = now;
+	return oldest;
+}
+
+static struct raft_obs *robs_add(struct correlator *c, enum raft_obs_kind kind,
+				 const struct actor *who, const struct decoded_msg *msg,
+				 const struct raft_message *m, uint64_t self)
+{
+	struct raft_obs *o = &c->robs[c->robs_next++ % MAX_RAFT_OBS];
+	bool sent = msg->dir == CONN_DIR_OUT;
+
+	memset(o, 0, sizeof(*o));
+	o->kind = kind;
+	o->sent = sent;
+	o->first_ns = msg->ts_first_ns;
+	o->last_ns = msg->ts_last_ns;
+	o->who = *who;
+	o->from = m->ids_known ? m->from : sent ? self : 0;
+	o->to = m->ids_known ? m->to : sent ? 0 : self;
+	o->term = m->state_known ? m->term : 0;
+	c->stats.raft_observations++;
+	return o;
+}
+
+static void on_raft(struct correlator *c, const struct actor *who, const struct decoded_msg *msg)
+{
+	const struct raft_message *m = msg->body.raft;
+	bool sent = msg->dir == CONN_DIR_OUT;
+	uint64_t self;
+	struct raft_obs *o;
+	struct raft_link *l;
+	uint32_t i;
+
+	if (msg->body_kind != BODY_RAFT_MESSAGE || !m || who->role != ROLE_ETCD)
+		return;
+	if (m->ids_known && m->from && m->to) {
+		raft_learn_pid(c, who->pid, sent ? m->from : m->to);
+		raft_note_id(c, sent ? m->to : m->from);
+	}
+	self = raft_member_of(c, who->pid);
+	if (m->type == RAFT_MSG_PROP || m->type == RAFT_MSG_APP) {
+		for (i = 0; i < m->n_entries; i++) {
+			const struct raft_entry *e = &m->entries[i];
+			const struct etcd_txn *txn = &e->req.txn;
+
+			if (e->request != RAFT_REQ_TXN || !txn->has_put ||
+			    !is_pod_key(txn->put.key))
+				continue;
+			o = robs_add(c, m->type == RAFT_MSG_PROP ? ROBS_PROP : ROBS_APP, who, msg,
+				     m, self);
+			o->index = e->index;
+			o->term = e->term;
+			o->request_id = e->request_id;
+			o->key_hash = key_hash(txn->put.key);
+			o->compare_rev = txn->compare_revision;
+		}
+	}
+	if (m->type == RAFT_MSG_APP_RESP && !m->reject) {
+		l = raft_link(c, who, sent, msg->ts_last_ns);
+		if (m->index > l->last_ack) {
+			l->last_ack = m->index;
+			o = robs_add(c, ROBS_APP_RESP, who, msg, m, self);
+			o->index = m->index;
+		}
+	}
+	if ((m->type == RAFT_MSG_APP || m->type == RAFT_MSG_HEARTBEAT) && m->commit &&
+	    (!m->entries_total || m->last_part)) {
+		l = raft_link(c, who, sent, msg->ts_last_ns);
+		if (m->commit > l->last_commit) {
+			l->last_commit = m->commit;
+			o = robs_add(c, ROBS_COMMIT, who, msg, m, self);
+			o->index = m->commit;
+		}
+	}
+}
+
 void correlator__message(struct correlator *c, const struct actor *who,
 			 const struct decoded_msg *msg)
 {
@@ -1041,6 +1240,9 @@ void correlator__message(struct correlator *c, const struct actor *who,
 		break;
 	case DECODED_WATCH_EVENT:
 		on_watch_event(c, who, msg);
+		break;
+	case DECODED_RAFT_MESSAGE:
+		on_raft(c, who, msg);
 		break;
 	default:
 		break;
@@ -1350,6 +1552,388 @@ static void resolve_frames(struct correlator *c, struct bind_timeline *t, struct
 	from = w->n_frames ? w->frames[0].sent_ns : bind_ev->first_ns;
 	if (lost_on(c, &w->sent, from, bind_ev->last_ns, &drop) || drop)
 		w->frames_lost = true;
+}
+
+/* ---- Raft: the bind's entry through etcd's members ---- */
+
+#define for_each_robs(c, o, i)                                                                     \
+	for (i = (c)->robs_next > MAX_RAFT_OBS ? (c)->robs_next - MAX_RAFT_OBS : 0;                \
+	     i < (c)->robs_next && ((o) = &(c)->robs[i % MAX_RAFT_OBS], 1); i++)
+
+static void raft_hex(char *out, size_t cap, uint64_t id)
+{
+	if (id)
+		snprintf(out, cap, "%" PRIx64, id);
+	else
+		util__copy(out, cap, "?");
+}
+
+static void raft_stage_missing(struct stage *st, const char *why)
+{
+	st->seen = false;
+	util__copy(st->missing, sizeof(st->missing), why);
+}
+
+/* The member's WAL fsync holding the entry, from the main observations (see raft_member_part). */
+static const struct observation *raft_fsync(struct correlator *c, pid_t pid, uint64_t start_after,
+					    uint64_t end_after)
+{
+	const struct observation *best = NULL;
+	struct observation *o;
+	uint64_t i;
+
+	for_each_obs(c, o, i)
+	{
+		if (o->kind != OBS_FSYNC || o->who.pid != pid || o->first_ns < start_after ||
+		    o->last_ns < end_after)
+			continue;
+		if (!best || o->first_ns < best->first_ns)
+			best = o;
+	}
+	return best;
+}
+
+/* The entry: the first MsgProp or MsgApp after the answering member read the Txn, carrying the
+ * same Txn (the pod's key, the compare's revision) with a header.ID that member made (its top
+ * 16 bits are the low 16 of the member's id). */
+static const struct raft_obs *raft_find_entry(struct correlator *c, const struct bind_timeline *t,
+					      uint64_t hash, bool rev_known, int64_t rev)
+{
+	const struct stage *in = &t->stages[STAGE_ETCD_TXN_RECEIVED];
+	struct raft_obs *o;
+	uint64_t i;
+
+	for_each_robs(c, o, i)
+	{
+		if ((o->kind != ROBS_PROP && o->kind != ROBS_APP) || o->key_hash != hash ||
+		    o->first_ns < in->first_ns || (rev_known && o->compare_rev != rev) ||
+		    (o->request_id >> 48) != (t->raft.answering & 0xffff))
+			continue;
+		return o;
+	}
+	return NULL;
+}
+
+/* The members, by id (the outputs list them in that order). */
+static void raft_members(struct correlator *c, struct bind_raft *r)
+{
+	int i, j;
+
+	for (i = 0; i < c->n_raft_ids && r->n_members < BIND_RAFT_MEMBERS; i++) {
+		struct raft_member_part *p = &r->members[r->n_members++];
+
+		p->id = c->raft_ids[i];
+		p->pid = raft_pid_of(c, p->id);
+		p->leader = p->id == r->leader;
+		p->answered = p->id == r->answering;
+		for (j = r->n_members - 1; j > 0 && r->members[j].id < r->members[j - 1].id; j--) {
+			struct raft_member_part tmp = r->members[j];
+
+			r->members[j] = r->members[j - 1];
+			r->members[j - 1] = tmp;
+		}
+	}
+}
+
+/* Each member's append: the leader's from its MsgApp, a follower's from the MsgApp it read and
+ * the MsgAppResp it wrote; the leader reading that MsgAppResp is when it counts. */
+static void raft_appends(struct correlator *c, struct bind_raft *r, pid_t leader_pid,
+			 const struct raft_obs *app_sent, uint64_t leader_had_ns)
+{
+	char why[BIND_REASON_MAX], id[24];
+	const struct observation *fs;
+	struct raft_obs *o;
+	uint64_t i;
+	int k;
+
+	for (k = 0; k < r->n_members; k++) {
+		struct raft_member_part *p = &r->members[k];
+
+		raft_hex(id, sizeof(id), p->id);
+		if (!p->pid) {
+			snprintf(why, sizeof(why), "member %s is not traced", id);
+			raft_stage_missing(&p->appended, why);
+		} else if (p->leader) {
+			/* The first to start after it had the proposal: a Ready holds every
+			 * entry appended before it, and a Save starts after its Ready. Not after
+			 * its MsgApp: the transport writes it from another goroutine, which under
+			 * load runs after the Save's fsync has ended. Without the proposal's
+			 * arrival, the first to end after the MsgApp. */
+			fs = !app_sent	     ? NULL
+			     : leader_had_ns ? raft_fsync(c, p->pid, leader_had_ns, 0)
+					     : raft_fsync(c, p->pid, 0, app_sent->first_ns);
+			if (fs) {
+				set_stage(&p->appended, &fs->who, fs->last_ns, fs->first_ns,
+					  fs->last_ns, 0);
+				p->ack_ns = fs->last_ns;
+			} else {
+				raft_stage_missing(
+				    &p->appended, app_sent ? "no WAL fsync of the leader after it "
+							     "had the entry"
+							   : "the leader's MsgApp of the entry was "
+							     "not seen");
+			}
+			continue;
+		}
+		for_each_robs(c, o, i)
+		{
+			if (o->kind == ROBS_APP && !o->sent && o->who.pid == p->pid &&
+			    o->index == r->index && o->term == r->term) {
+				p->app_received_ns = o->last_ns;
+				break;
+			}
+		}
+		if (!p->app_received_ns) {
+			raft_stage_missing(&p->appended, "its read of the MsgApp was not seen");
+			continue;
+		}
+		fs = raft_fsync(c, p->pid, p->app_received_ns, 0);
+		if (fs)
+			set_stage(&p->appended, &fs->who, fs->last_ns, fs->first_ns, fs->last_ns,
+				  0);
+		else
+			raft_stage_missing(&p->appended,
+					   "no WAL fsync began after it read the MsgApp");
+		for_each_robs(c, o, i)
+		{
+			if (o->kind != ROBS_APP_RESP || o->index < r->index ||
+			    o->first_ns < p->app_received_ns)
+				continue;
+			if (o->sent && o->who.pid == p->pid && !p->ack_sent_ns)
+				p->ack_sent_ns = o->first_ns;
+			if (!o->sent && o->who.pid == leader_pid && o->from == p->id &&
+			    !p->ack_received_ns)
+				p->ack_received_ns = o->last_ns;
+		}
+		p->ack_ns = p->ack_received_ns;
+	}
+}
+
+/* The quorum: the first r->quorum acknowledgements as the leader counts them (its own at the
+ * end of its fsync, a follower's when it read its MsgAppResp). The last of them is when the
+ * leader commits: raft_committed; raft_appended ends when the quorum's fsyncs all had. */
+static void raft_quorum(struct bind_raft *r, const struct raft_obs *app_sent)
+{
+	struct raft_member_part *order[BIND_RAFT_MEMBERS], *last;
+	char why[BIND_REASON_MAX];
+	uint64_t durable = 0;
+	int n = 0, i, j;
+
+	for (i = 0; i < r->n_members; i++)
+		if (r->members[i].ack_ns)
+			order[n++] = &r->members[i];
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && order[j]->ack_ns < order[j - 1]->ack_ns; j--) {
+			last = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = last;
+		}
+	if (n < r->quorum || !app_sent) {
+		snprintf(why, sizeof(why),
+			 "%d of the %d acknowledgements a commit needs were seen%s", n, r->quorum,
+			 app_sent ? "" : " (the leader's MsgApp was not seen)");
+		raft_stage_missing(&r->appended, why);
+		raft_stage_missing(&r->quorum_fsync, why);
+		raft_stage_missing(&r->committed, why);
+		return;
+	}
+	for (i = 0; i < r->quorum; i++) {
+		order[i]->in_quorum = true;
+		if (!order[i]->appended.seen)
+			durable = UINT64_MAX;
+		else if (durable < order[i]->appended.last_ns)
+			durable = order[i]->appended.last_ns;
+	}
+	last = order[r->quorum - 1];
+	/* The leader commits on the acknowledgement that completes the quorum. */
+	set_stage(&r->committed, &app_sent->who, last->ack_ns, last->ack_ns, last->ack_ns, 0);
+	if (durable != UINT64_MAX)
+		set_stage(&r->appended, &app_sent->who, durable, app_sent->first_ns, durable, 0);
+	else
+		raft_stage_missing(&r->appended, "a WAL fsync of the quorum was not seen");
+	if (last->appended.seen)
+		r->quorum_fsync = last->appended;
+	else
+		raft_stage_missing(&r->quorum_fsync, last->appended.missing);
+}
+
+static void resolve_raft(struct correlator *c, struct bind_timeline *t)
+{
+	struct bind_raft *r = &t->raft;
+	const struct stage *in = &t->stages[STAGE_ETCD_TXN_RECEIVED];
+	const struct raft_obs *entry, *prop_sent = NULL, *prop_recv = NULL, *app_sent = NULL,
+				      *app_first = NULL, *app_other = NULL;
+	char key[KEY_MAX], a[24], b[24];
+	struct raft_obs *o;
+	uint64_t i, hash, had_ns;
+	pid_t leader_pid = 0;
+	bool rev_known = false;
+	int64_t rev = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!in->seen || t->result != BIND_RESULT_BOUND)
+		return;
+	r->answering = raft_member_of(c, in->who.pid);
+	if (!r->answering || c->n_raft_ids < 2)
+		return; /* one member, or its peers not in sight: no raft to show */
+	r->expected = true;
+	r->voters = c->n_raft_ids;
+	r->quorum = r->voters / 2 + 1;
+	if (t->n_txns) {
+		rev_known = true;
+		rev = t->txns[t->n_txns - 1].compare_revision;
+	}
+	pod_key(key, sizeof(key), t->namespace_, t->name);
+	hash = key_hash(key);
+	entry = raft_find_entry(c, t, hash, rev_known, rev);
+	if (!entry) {
+		bool pushed = c->robs_next > MAX_RAFT_OBS &&
+			      c->robs[c->robs_next % MAX_RAFT_OBS].first_ns > in->first_ns;
+		const char *why = pushed ? "raft observations of this bind were pushed out of the "
+					   "bounded ring before it closed"
+					 : "the entry was not seen in the peer traffic";
+
+		if (pushed)
+			c->stats.raft_pushed_out++;
+		raft_members(c, r);
+		raft_stage_missing(&r->proposed, why);
+		raft_stage_missing(&r->appended, why);
+		raft_stage_missing(&r->quorum_fsync, why);
+		raft_stage_missing(&r->committed, why);
+		raft_stage_missing(&r->applied, why);
+		for (int k = 0; k < r->n_members; k++)
+			raft_stage_missing(&r->members[k].appended, why);
+		return;
+	}
+	r->seen = true;
+	r->request_id = entry->request_id;
+	/* The entry as appended: by the last term's leader when it was appended more than once. */
+	for_each_robs(c, o, i)
+	{
+		if (o->request_id != r->request_id || o->key_hash != hash)
+			continue;
+		if (o->kind == ROBS_PROP) {
+			if (o->sent && !prop_sent)
+				prop_sent = o;
+			if (!o->sent && !prop_recv)
+				prop_recv = o;
+		} else if (o->kind == ROBS_APP) {
+			if (!app_first || o->term > app_first->term)
+				app_first = o;
+		}
+	}
+	if (app_first) {
+		r->term = app_first->term;
+		r->index = app_first->index;
+		for_each_robs(c, o, i)
+		{
+			if (o->kind != ROBS_APP || o->request_id != r->request_id)
+				continue;
+			if (o->term != r->term) {
+				if (!app_other)
+					app_other = o;
+				continue;
+			}
+			if (o->sent && !app_sent)
+				app_sent = o;
+		}
+		r->leader = app_sent ? raft_member_of(c, app_sent->who.pid) : app_first->from;
+		leader_pid = app_sent ? app_sent->who.pid : raft_pid_of(c, r->leader);
+	}
+	raft_members(c, r);
+	if (app_other) {
+		r->leader_changed = true;
+		raft_hex(a, sizeof(a), app_other->from);
+		raft_hex(b, sizeof(b), r->leader);
+		snprintf(r->change, sizeof(r->change),
+			 "leader change: appended at index %" PRIu64 " term %" PRIu64
+			 " by %s, then at index %" PRIu64 " term %" PRIu64 " by %s",
+			 app_other->index, app_other->term, a, r->index, r->term, b);
+	} else if (prop_sent && r->leader && prop_sent->to && prop_sent->to != r->leader) {
+		r->leader_changed = true;
+		raft_hex(a, sizeof(a), prop_sent->to);
+		raft_hex(b, sizeof(b), r->leader);
+		snprintf(r->change, sizeof(r->change),
+			 "leader change: proposed to %s, appended by %s at term %" PRIu64, a, b,
+			 r->term);
+	}
+
+	/* raft_proposed: the follower's MsgProp, read by the leader. */
+	if (r->answering == r->leader)
+		raft_stage_missing(&r->proposed,
+				   "the answering member was the leader: nothing forwarded");
+	else if (prop_recv)
+		set_stage(&r->proposed, &prop_recv->who, prop_recv->last_ns,
+			  prop_sent ? prop_sent->first_ns : prop_recv->first_ns, prop_recv->last_ns,
+			  0);
+	else
+		raft_stage_missing(&r->proposed, prop_sent ? "the leader's read of the MsgProp "
+							     "was not seen"
+							   : "no MsgProp of the entry seen");
+	if (!app_first) {
+		raft_stage_missing(&r->appended, "no MsgApp of the entry seen");
+		raft_stage_missing(&r->quorum_fsync, "no MsgApp of the entry seen");
+		raft_stage_missing(&r->committed, "no MsgApp of the entry seen");
+		raft_stage_missing(&r->applied, "no MsgApp of the entry seen");
+		for (int k = 0; k < r->n_members; k++)
+			raft_stage_missing(&r->members[k].appended, "no MsgApp of the entry seen");
+		return;
+	}
+	/* When the leader had the entry: it read the MsgProp, or the Txn itself. */
+	had_ns = prop_recv ? prop_recv->last_ns : r->answering == r->leader ? in->last_ns : 0;
+	raft_appends(c, r, leader_pid, app_sent, had_ns);
+	raft_quorum(r, app_sent);
+
+	/* The leader's first message carrying commit >= index: the commit shown to the others
+	 * (raft_committed's last point). */
+	for_each_robs(c, o, i)
+	{
+		if (r->committed.seen && o->kind == ROBS_COMMIT && o->sent &&
+		    o->who.pid == leader_pid && o->index >= r->index &&
+		    o->first_ns >= r->committed.mono_ns) {
+			r->committed.last_ns = o->first_ns;
+			r->committed.who = o->who;
+			break;
+		}
+	}
+	/* raft_applied: the answering member learns the commit (the leader: as it commits). */
+	if (r->answering == r->leader) {
+		if (r->committed.seen)
+			set_stage(&r->applied, &r->committed.who, r->committed.mono_ns,
+				  r->committed.mono_ns, r->committed.mono_ns, 0);
+		else
+			raft_stage_missing(&r->applied, r->committed.missing);
+		return;
+	}
+	for_each_robs(c, o, i)
+	{
+		if (o->kind == ROBS_COMMIT && !o->sent && o->who.pid == in->who.pid &&
+		    o->index >= r->index && (!app_sent || o->first_ns >= app_sent->first_ns)) {
+			set_stage(&r->applied, &o->who, o->last_ns, o->first_ns, o->last_ns, 0);
+			break;
+		}
+	}
+	if (!r->applied.seen)
+		raft_stage_missing(&r->applied,
+				   "the answering member's read of the commit index was not seen");
+}
+
+/* The raft stages that count in t->missing: when raft is expected, each not seen (raft_proposed
+ * only when a follower answered; a member's append only when it is traced). */
+static int raft_missing(const struct bind_timeline *t)
+{
+	const struct bind_raft *r = &t->raft;
+	int n = 0, k;
+
+	if (!r->expected)
+		return 0;
+	n += !r->appended.seen + !r->committed.seen + !r->applied.seen;
+	if (!r->proposed.seen && !(r->seen && r->answering == r->leader))
+		n++;
+	for (k = 0; k < r->n_members; k++)
+		if (r->members[k].pid && !r->members[k].appended.seen)
+			n++;
+	return n;
 }
 
 static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
@@ -1698,7 +2282,9 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	 * watcher's frames begin without its ADDED. */
 	if (t->result != BIND_RESULT_UNSCHEDULABLE)
 		resolve_watchers(c, t);
+	resolve_raft(c, t);
 	explain_missing(c, t, b->close_after_ns);
+	t->missing += raft_missing(t);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;
 	else if (!t->missing)

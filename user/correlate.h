@@ -169,6 +169,63 @@ struct citation {
 	char queue_probe[96];
 };
 
+/* The bind's raft entry, on an etcd of several members whose peer traffic is traced (all of them
+ * when they run on this host). Filled when the bind closes; `expected` is false where etcd has no
+ * peers in sight (a single member): then none of this is shown and nothing of it is missing.
+ *
+ * The entry is found by its content: the answering member's InternalRaftRequest carries the
+ * apiserver's Txn (the pod's key and the compare's mod_revision) and header.ID, which then
+ * follows it through MsgProp, MsgApp and its index. Commit and apply send nothing of their own;
+ * what stands for them (correlate.c, resolve_raft):
+ * - raft_committed: the acknowledgement that completed the quorum, as the leader got it (its
+ *   read of the follower's MsgAppResp, or the end of its own WAL fsync): the leader commits on
+ *   it. Its last point is the leader's first message carrying commit >= the entry's index (a
+ *   MsgApp or heartbeat), the first the others hear of it (= its time when none was seen).
+ * - raft_applied: the answering member learning that commit: a follower's read of such a
+ *   message; the leader's, raft_committed's time. It applies from there, asynchronously; the
+ *   apply itself sends nothing, and its first sign is the answer (etcd_txn_response). */
+#define BIND_RAFT_MEMBERS 7
+
+struct raft_member_part {
+	uint64_t id; /* raft member id (hex in outputs) */
+	pid_t pid;   /* 0: its process is not traced */
+	bool leader;
+	bool answered;	/* the member the apiserver's Txn went to */
+	bool in_quorum; /* its acknowledgement (the leader: its fsync) made the quorum */
+	/* raft_appended on this member: its WAL fdatasync holding the entry (first/last: start
+	 * and end; time: end). A follower's: the first to start after it read the MsgApp; the
+	 * leader's: the first to start after it had the proposal (read the MsgProp, or the Txn).
+	 * (A Save that began between that read and raft stepping it would be the one before:
+	 * not told apart; microseconds apart when the process gets the CPU.) */
+	struct stage appended;
+	uint64_t app_received_ns; /* a follower read the MsgApp carrying the entry */
+	uint64_t ack_sent_ns;	  /* it wrote MsgAppResp(index >= the entry's) */
+	uint64_t ack_received_ns; /* the leader read it */
+	uint64_t ack_ns;	  /* the acknowledgement as the leader counts it (0: none seen) */
+};
+
+struct bind_raft {
+	bool expected;	     /* the answering member has peers in sight: the stages below count */
+	bool seen;	     /* the entry was found in the peer traffic */
+	uint64_t request_id; /* InternalRaftRequest header.ID */
+	uint64_t index, term;
+	uint64_t leader;    /* member id, 0 unknown */
+	uint64_t answering; /* member id, 0 unknown */
+	int voters;	    /* members seen in the peer traffic */
+	int quorum;	    /* acknowledgements a commit needs */
+	/* The entry went through a leader change: proposed to one member and appended by
+	 * another, or appended at two terms (then the last is the one shown). */
+	bool leader_changed;
+	char change[BIND_REASON_MAX];
+	struct stage proposed;	   /* follower wrote MsgProp (first) -> leader read it (time) */
+	struct stage appended;	   /* leader's first MsgApp write (first) -> quorum's ack (time) */
+	struct stage quorum_fsync; /* the fsync of the member whose ack completed the quorum */
+	struct stage committed;
+	struct stage applied;
+	struct raft_member_part members[BIND_RAFT_MEMBERS];
+	int n_members;
+};
+
 struct bind_timeline {
 	uint64_t seq;
 	enum bind_result result;
@@ -209,6 +266,7 @@ struct bind_timeline {
 	int n_watchers;
 	int watchers_dropped;
 	struct citation citation;
+	struct bind_raft raft;
 };
 
 const char *stage__name(enum stage_id stage);
@@ -279,6 +337,9 @@ struct correlator_stats {
 	uint64_t pending;	  /* pods created, not yet bound, held now */
 	uint64_t pending_evicted; /* dropped: the pending state was full */
 	uint64_t pending_expired; /* dropped: pending longer than pending_max_age_ns */
+	/* Raft: observations of the peer traffic kept (a bounded ring), and binds whose raft
+	 * entry's observations had been pushed out of it before they closed. */
+	uint64_t raft_observations, raft_pushed_out;
 };
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
 

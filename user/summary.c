@@ -144,6 +144,8 @@ void summary__print(FILE *out, const struct summary *s)
 	for (l = 0; l < LEG_MAX; l++) {
 		struct series *sr = (struct series *)&s->legs[l];
 
+		if (leg__raft((enum leg_id)l) && !sr->seen)
+			continue; /* no raft in sight: the summary is as it was */
 		if (sr->n)
 			qsort(sr->v, sr->n, sizeof(*sr->v), cmp_i64);
 		fprintf(out, "%-24s %7" PRIu64 " %10.3f %10.3f %10.3f %10.3f\n",

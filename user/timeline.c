@@ -185,6 +185,58 @@ static void print_watchers(FILE *out, const struct bind_timeline *t, uint64_t t0
 		fprintf(out, "  (%d more watchers not shown)\n", t->watchers_dropped);
 }
 
+static void raft_name(char *out, size_t cap, uint64_t id)
+{
+	if (id)
+		snprintf(out, cap, "%" PRIx64, id);
+	else
+		snprintf(out, cap, "?");
+}
+
+/* The bind's raft entry: who led and answered, the quorum, then each stage and member's append
+ * (correlate.h, struct bind_raft says what stands for commit and apply). */
+static void print_raft(FILE *out, const struct bind_timeline *t, uint64_t t0)
+{
+	const struct bind_raft *r = &t->raft;
+	char leader[24], answering[24], extra[256], quorum[160] = "";
+	size_t n = 0;
+	int k;
+
+	if (!r->expected)
+		return;
+	raft_name(leader, sizeof(leader), r->leader);
+	raft_name(answering, sizeof(answering), r->answering);
+	for (k = 0; k < r->n_members; k++)
+		if (r->members[k].in_quorum && n < sizeof(quorum))
+			n += (size_t)snprintf(quorum + n, sizeof(quorum) - n, "%s%" PRIx64,
+					      n ? "," : "", r->members[k].id);
+	if (r->seen)
+		fprintf(out,
+			"  raft: entry %" PRIu64 " term %" PRIu64 " (request id %" PRIx64
+			"), leader %s, answered by %s, quorum %d of %d: %s\n",
+			r->index, r->term, r->request_id, leader, answering, r->quorum, r->voters,
+			quorum[0] ? quorum : "not seen");
+	else
+		fprintf(out, "  raft: %d members, answered by %s; the entry not found\n", r->voters,
+			answering);
+	if (r->leader_changed)
+		fprintf(out, "  raft: %s\n", r->change);
+	print_stage(out, "raft_proposed", &r->proposed, t0, "MsgProp read by the leader");
+	for (k = 0; k < r->n_members; k++) {
+		const struct raft_member_part *p = &r->members[k];
+
+		snprintf(extra, sizeof(extra), "member %" PRIx64 "%s%s: WAL fsync %.3f ms", p->id,
+			 p->leader ? " (leader)" : "", p->in_quorum ? " (quorum)" : "",
+			 p->appended.seen
+			     ? ms((int64_t)(p->appended.last_ns - p->appended.first_ns))
+			     : 0.0);
+		print_stage(out, "raft_appended", &p->appended, t0, extra);
+	}
+	print_stage(out, "raft_committed", &r->committed, t0,
+		    "the ack that completed the quorum, read by the leader");
+	print_stage(out, "raft_applied", &r->applied, t0, "answering member read the commit index");
+}
+
 /* The path's legs on one line, then what was retried and what may be incomplete. */
 static void print_legs(FILE *out, const struct bind_timeline *t)
 {
@@ -214,6 +266,7 @@ void timeline__print(FILE *out, const struct bind_view *view)
 
 	print_headline(out, view, t0);
 	print_stages(out, view, t0);
+	print_raft(out, view->t, t0);
 	print_watchers(out, view->t, t0);
 	print_legs(out, view->t);
 	fputc('\n', out);

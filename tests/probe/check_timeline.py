@@ -78,6 +78,72 @@ LATE_FSYNC = ("answered during this member's WAL fsync", "answered before this m
 late_fsyncs = set()
 
 
+# RAFT=1 (test-timeline on a bed of several etcd members, the tracer given every member): each
+# bind's raft entry with its stages, the leader, the quorum and each member's WAL fsync, and
+# consistent: raft_committed after the quorum's fsyncs ended, the answer after raft_applied.
+# RAFT=0: no raft at all (a single member: no 'raft' object, no raft legs).
+RAFT_LEGS = ("propose", "replicate", "quorum_fsync", "commit_to_apply")
+raft_counts = {"leader_answered": 0, "follower_answered": 0, "leader_changes": 0}
+
+
+def check_raft(b):
+    """What is wrong with b's raft part (a list, empty when right)."""
+    if os.environ.get("RAFT", "0") != "1":
+        extra = [leg for leg in RAFT_LEGS if leg in b["legs_ns"]]
+        return (["a 'raft' object on a single member"] if "raft" in b else []) + \
+            [f"raft leg {leg} on a single member" for leg in extra]
+    r = b.get("raft")
+    if not isinstance(r, dict):
+        return ["no 'raft' object"]
+    why = []
+    if not r["entry_seen"]:
+        return ["the entry not seen: " + r["raft_committed"].get("missing", "")]
+    if not r["leader"] or not r["answering_member"]:
+        why.append(f"leader {r['leader']} answering {r['answering_member']}")
+    if len(r["quorum"]) != r["quorum_size"] or r["voters"] < 3:
+        why.append(f"quorum {r['quorum']} of {r['quorum_size']}, {r['voters']} voters")
+    led = r["leader"] == r["answering_member"]
+    raft_counts["leader_answered" if led else "follower_answered"] += 1
+    if r["leader_change"]:
+        raft_counts["leader_changes"] += 1
+    for s in ("raft_appended", "raft_quorum_fsync", "raft_committed", "raft_applied"):
+        if "missing" in r[s]:
+            why.append(f"{s} missing ({r[s]['missing']})")
+    p = r["raft_proposed"]
+    if led and not p.get("missing", "").startswith("the answering member was the leader"):
+        why.append(f"leader answered, raft_proposed {p}")
+    if not led and "missing" in p:
+        why.append(f"raft_proposed missing ({p['missing']})")
+    members = {m["id"]: m for m in r["members"]}
+    for m in r["members"]:
+        a = m["raft_appended"]
+        if m["pid"] is None:
+            continue
+        if "missing" in a:
+            why.append(f"member {m['id']} raft_appended missing ({a['missing']})")
+        elif not a["first_mono_ns"] <= a["last_mono_ns"]:
+            why.append(f"member {m['id']}: fsync end before start")
+    if why:
+        return why
+    # Consistency: the commit announced after the quorum's fsyncs ended; the answer after the
+    # answering member learned the commit.
+    committed = r["raft_committed"]["mono_ns"]
+    for q in r["quorum"]:
+        end = members[q]["raft_appended"]["last_mono_ns"]
+        if end > committed:
+            why.append(f"raft_committed {committed} before quorum member {q}'s fsync ended {end}")
+    answer = b["stages"]["etcd_txn_response"]
+    if "missing" not in answer and answer["mono_ns"] < r["raft_applied"]["mono_ns"]:
+        why.append(f"etcd answered ({answer['mono_ns']}) before raft_applied "
+                   f"({r['raft_applied']['mono_ns']})")
+    for leg in RAFT_LEGS:
+        if leg == "propose" and led:
+            continue
+        if b["legs_ns"].get(leg) is None:
+            why.append(f"raft leg {leg} not measured")
+    return why
+
+
 def complete(b):
     several = int(os.environ.get("ETCD_MEMBERS", "1")) > 1
     missing = []
@@ -254,6 +320,15 @@ def one(path, node, rv, watcher_pid, inspect_path=None, watch_path=None):
     if not ok:
         fail(f"missing stages: {missing}: " +
              "; ".join(b["stages"][s]["missing"] for s in missing))
+    why = check_raft(b)
+    if why:
+        fail("raft: " + "; ".join(why))
+    if "raft" in b:
+        r = b["raft"]
+        print(f"raft: entry {r['index']} term {r['term']}, leader {r['leader']}, answered by "
+              f"{r['answering_member']}, quorum {','.join(r['quorum'])}; legs " +
+              ", ".join(f"{leg} %.3f ms" % (b["legs_ns"][leg] / 1e6)
+                        for leg in RAFT_LEGS if b["legs_ns"].get(leg) is not None))
     for a, ta, c, tc in out_of_order(b):
         fail(f"{a} ({ta}) after {c} ({tc})")
     if b["node"] != node:
@@ -354,6 +429,7 @@ def burst(path, n, pods_file, prefix="burst"):
             why.append(f"revision {b['revision']}, the API says resourceVersion {rv}")
         if ok:
             why += [f"{a} after {c}" for a, _, c, _ in out_of_order(b)]
+        why += ["raft: " + w for w in check_raft(b)]
         if why:
             bad.append((name, why))
     dup = sorted(k for k, v in names.items() if len(v) > 1)
@@ -364,6 +440,10 @@ def burst(path, n, pods_file, prefix="burst"):
     if late_fsyncs:
         print(f"   {len(late_fsyncs)} answered by their etcd member before its own WAL fsync "
               "ended (the other members' quorum made them durable)")
+    if os.environ.get("RAFT", "0") == "1":
+        print(f"   raft: {raft_counts['follower_answered']} answered by a follower, "
+              f"{raft_counts['leader_answered']} by the leader, "
+              f"{raft_counts['leader_changes']} leader changes")
     for x in bad[:5]:
         print("  ", x[0] + ":", "; ".join(x[1]))
     if absent:
