@@ -13,14 +13,10 @@
 
 #include "bindview.h"
 #include "check.h"
+#include "correlate_play.h"
 #include "correlate.h"
 #include "timeline.h"
 
-#define US 1000ull
-#define B 1000000000000ull
-#define POD_PATH "/api/v1/namespaces/default/pods/web-0/binding"
-#define POD_KEY "/registry/pods/default/web-0"
-#define REVISION 1234
 #define ID_A 0x8e9e05c52164694dull /* answering follower */
 #define ID_L 0x91bc3c398fb3c146ull /* leader */
 #define ID_F 0xfd422379fda50e48ull /* the other follower */
@@ -29,7 +25,6 @@
 
 enum scenario { NORMAL, LEADER_CHANGE, NO_ENTRY, SINGLE };
 
-static struct decoded_msg msg;
 static struct raft_message rm;
 
 static struct actor etcd(pid_t pid, uint64_t conn)
@@ -46,40 +41,6 @@ static struct actor proc(pid_t pid, const char *comm, enum process_role role, ui
 
 	snprintf(a.comm, sizeof(a.comm), "%s", comm);
 	return a;
-}
-
-static struct decoded_msg *message(enum decoded_kind kind, enum conn_dir dir, uint32_t stream,
-				   uint64_t first_us, uint64_t last_us)
-{
-	memset(&msg, 0, sizeof(msg));
-	msg.kind = kind;
-	msg.proto = CONN_PROTO_H2;
-	msg.dir = dir;
-	msg.stream_id = stream;
-	msg.ts_first_ns = B + first_us * US;
-	msg.ts_last_ns = B + last_us * US;
-	msg.http.grpc_status = -1;
-	return &msg;
-}
-
-static void binding(struct correlator *c, const struct actor *who, enum decoded_kind kind,
-		    enum conn_dir dir, uint64_t first_us, uint64_t last_us)
-{
-	struct decoded_msg *m = message(kind, dir, 3, first_us, last_us);
-
-	snprintf(m->http.method, sizeof(m->http.method), "POST");
-	snprintf(m->http.path, sizeof(m->http.path), POD_PATH);
-	m->body_kind = BODY_K8S;
-	if (kind == DECODED_REQUEST) {
-		m->body.k8s.kind = K8S_KIND_BINDING;
-		snprintf(m->body.k8s.binding.target_name, sizeof(m->body.k8s.binding.target_name),
-			 "node-1");
-	} else {
-		m->http.status = 201;
-		m->body.k8s.kind = K8S_KIND_STATUS;
-		m->body.k8s.status.code = 201;
-	}
-	correlator__message(c, who, m);
 }
 
 static void fill_txn(struct etcd_txn *t)
