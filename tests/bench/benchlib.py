@@ -234,6 +234,26 @@ def quantile(q, before, after):
 # Ratios and their spread
 
 
+def pair_order(i):
+    """Which run of pair i (from 1) goes first: the traced one in odd pairs, the untraced one in
+    even pairs, so that whatever the first run of a pair suffers or gains (a warmer cache, a
+    settling control plane) falls on both sides equally and shows as an order effect."""
+    return (True, False) if i % 2 else (False, True)
+
+
+def order_means(ratios_by_pair):
+    """Mean of the ratios of the pairs whose traced run went first (odd pairs) and of those whose
+    untraced run did (even pairs): (traced first, untraced first), None where there are none. A
+    gap between them wider than the ratios' spread says the order weighs on the ratio."""
+    odd = [r for i, r in enumerate(ratios_by_pair, 1) if r is not None and i % 2]
+    even = [r for i, r in enumerate(ratios_by_pair, 1) if r is not None and not i % 2]
+    return (statistics.mean(odd) if odd else None, statistics.mean(even) if even else None)
+
+
+def fmt_order(means, spec=".3f"):
+    return " / ".join("-" if m is None else format(m, spec) for m in means)
+
+
 def spread(values):
     """(median, min, max, stddev) of a list; None entries ignored."""
     v = [x for x in values if x is not None]
