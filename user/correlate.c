@@ -27,6 +27,8 @@
 
 #define MAX_OPEN CORRELATOR_MAX_OPEN
 #define MAX_OBS 16384
+/* Heads of the observations' chains (see obs_with_key): a power of two. */
+#define OBS_BUCKETS 4096
 #define MAX_LOSSES 1024
 #define MAX_DROP_SPANS 256
 #define KEY_MAX 512
@@ -76,6 +78,15 @@ struct observation {
 	struct packed_citation *citation; /* OBS_CALL, owned */
 	bool cit_queued, cit_giveup;	  /* OBS_CALL: its citation's queued, giveup, object */
 	uint64_t cit_object;
+	/* Its number (obs_next when added) and, plus one, the number of the observation added
+	 * before it in the same chain by key hash and by (pid, conn, stream): 0 ends a chain. */
+	uint64_t seq, key_prev, link_prev;
+};
+
+/* The observations of one chain still in the ring, newest first (slots). */
+struct obs_list {
+	uint32_t *slot;
+	size_t n;
 };
 
 /* A citation as an observation holds it until its bind closes: every field of struct citation
@@ -197,9 +208,14 @@ struct correlator {
 	size_t n_open;
 	size_t hi_water; /* binds[hi_water...] have never been used */
 	struct observation *obs;
-	uint64_t obs_next;		/* total ever added; slot = obs_next % MAX_OBS */
-	struct bind_timeline done;	/* the bind being closed, whole */
-	struct loss losses[MAX_LOSSES]; /* gaps, per connection */
+	uint64_t obs_next; /* total ever added; slot = obs_next % MAX_OBS */
+	/* The newest observation's number plus one in each chain (0: none): closing a bind looks
+	 * at the few observations of its pod, of its streams and of etcd's fsyncs, not at the
+	 * whole ring (16384 of them, several times per bind). */
+	uint64_t key_head[OBS_BUCKETS], link_head[OBS_BUCKETS];
+	struct obs_list by_key, by_link; /* the last chain walked of each kind */
+	struct bind_timeline done;	 /* the bind being closed, whole */
+	struct loss losses[MAX_LOSSES];	 /* gaps, per connection */
 	uint64_t loss_next;
 	/* Ring buffer drops, kept apart so that a flood of gaps cannot push them out; reads of
 	 * the counter one after the other that each found drops make one span. */
@@ -290,6 +306,8 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 	c->ctx = ctx;
 	c->binds = calloc(MAX_OPEN, sizeof(*c->binds));
 	c->obs = calloc(MAX_OBS, sizeof(*c->obs));
+	c->by_key.slot = calloc(MAX_OBS, sizeof(*c->by_key.slot));
+	c->by_link.slot = calloc(MAX_OBS, sizeof(*c->by_link.slot));
 	c->robs = calloc(MAX_RAFT_OBS, sizeof(*c->robs));
 	if (!c->opt.max_pending)
 		c->opt.max_pending = DEFAULT_MAX_PENDING;
@@ -297,7 +315,8 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 		c->opt.pending_max_age_ns = DEFAULT_PENDING_AGE_NS;
 	c->pending = calloc(c->opt.max_pending, sizeof(*c->pending));
 	c->strs = strpool__new();
-	if (!c->binds || !c->obs || !c->robs || !c->pending || !c->strs) {
+	if (!c->binds || !c->obs || !c->by_key.slot || !c->by_link.slot || !c->robs ||
+	    !c->pending || !c->strs) {
 		correlator__free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -386,6 +405,8 @@ void correlator__free(struct correlator *c)
 		for (i = 0; i < MAX_OBS; i++)
 			observation__clear(c, &c->obs[i]);
 	free(c->obs);
+	free(c->by_key.slot);
+	free(c->by_link.slot);
 	strpool__free(c->strs);
 	free(c->robs);
 	free(c->binds);
@@ -463,10 +484,65 @@ static uint64_t key_hash(const char *key)
 	return h;
 }
 
+/* Chains of observations, newest to oldest: each observation is linked once into the chain
+ * of its key's hash and into that of its (pid, conn, stream); a bucket holds every
+ * observation whose value falls in it, so the callers still check what they look for. */
+static uint64_t link_hash(pid_t pid, uint64_t conn, uint32_t stream_id)
+{
+	uint64_t h = ((uint64_t)(uint32_t)pid << 32 | stream_id) * 0x9e3779b97f4a7c15ull;
+
+	return (h ^ conn) * 0xff51afd7ed558ccdull;
+}
+
+static void obs_chain_add(uint64_t *heads, uint64_t hash, uint64_t *prev, uint64_t seq)
+{
+	uint64_t *head = &heads[(hash ^ hash >> 32) & (OBS_BUCKETS - 1)];
+
+	*prev = *head;
+	*head = seq + 1;
+}
+
+/* The chain of a bucket, newest first, into l: numbers below the ring's oldest were
+ * overwritten, and the chain ends there (each link goes to an older number). */
+static const struct obs_list *obs_chain(const struct correlator *c, const uint64_t *heads,
+					uint64_t hash, bool by_key, struct obs_list *l)
+{
+	uint64_t oldest = c->obs_next > MAX_OBS ? c->obs_next - MAX_OBS : 0;
+	uint64_t at = heads[(hash ^ hash >> 32) & (OBS_BUCKETS - 1)];
+
+	l->n = 0;
+	while (at && at - 1 >= oldest && l->n < MAX_OBS) {
+		const struct observation *o = &c->obs[(at - 1) % MAX_OBS];
+
+		l->slot[l->n++] = (uint32_t)((at - 1) % MAX_OBS);
+		at = by_key ? o->key_prev : o->link_prev;
+	}
+	return l;
+}
+
+/* The observations whose key hashes like `hash` (a superset of the key's). */
+static const struct obs_list *obs_with_key(struct correlator *c, uint64_t hash)
+{
+	return obs_chain(c, c->key_head, hash, true, &c->by_key);
+}
+
+/* The observations of (pid, conn, stream_id), and others of the same bucket; fsyncs and calls
+ * have conn and stream 0. */
+static const struct obs_list *obs_on_stream(struct correlator *c, pid_t pid, uint64_t conn,
+					    uint32_t stream_id)
+{
+	return obs_chain(c, c->link_head, link_hash(pid, conn, stream_id), false, &c->by_link);
+}
+
+/* Every observation of list l, oldest first, as for_each_obs would visit them. */
+#define for_each_listed(c, l, o, k) for (k = (l)->n; k-- > 0 && ((o) = &(c)->obs[(l)->slot[k]], 1);)
+
+/* Set once per observation, right after obs_add. */
 static void obs_set_key(struct correlator *c, struct observation *o, const char *key)
 {
 	obs_set(c, &o->key, key, KEY_MAX);
 	o->key_hash = key_hash(o->key);
+	obs_chain_add(c->key_head, o->key_hash, &o->key_prev, o->seq);
 }
 
 static bool obs_key_is(const struct observation *o, const char *key, uint64_t hash)
@@ -542,9 +618,10 @@ static struct open_bind *bind_for_response(struct correlator *c, const char *ns,
 static struct observation *obs_add(struct correlator *c, enum obs_kind kind,
 				   const struct actor *who, const struct decoded_msg *msg)
 {
-	struct observation *o = &c->obs[c->obs_next++ % MAX_OBS];
+	struct observation *o = &c->obs[c->obs_next % MAX_OBS];
 
 	observation__clear(c, o);
+	o->seq = c->obs_next++;
 	o->kind = kind;
 	o->who = *who;
 	if (msg) {
@@ -554,6 +631,8 @@ static struct observation *obs_add(struct correlator *c, enum obs_kind kind,
 		obs_set(c, &o->user_agent, msg->http.user_agent, OBS_USER_AGENT_MAX);
 		obs_set(c, &o->path, msg->http.path, OBS_PATH_MAX);
 	}
+	obs_chain_add(c->link_head, link_hash(o->who.pid, o->who.conn, o->stream_id), &o->link_prev,
+		      o->seq);
 	return o;
 }
 
@@ -1312,11 +1391,6 @@ static bool same_connection(const struct actor *a, const struct actor *b)
 	return endpoint__equal(&a->local, &b->remote) && endpoint__equal(&a->remote, &b->local);
 }
 
-/* Walk the observations, oldest first. */
-#define for_each_obs(c, o, i)                                                                      \
-	for (i = (c)->obs_next > MAX_OBS ? (c)->obs_next - MAX_OBS : 0;                            \
-	     i < (c)->obs_next && ((o) = &(c)->obs[i % MAX_OBS], 1); i++)
-
 /* A member of several that answered before its own WAL fsync of the entry ended: etcd answers
  * once the entry is committed, that is durable on a quorum, and a follower (or a leader whose
  * followers were quicker) applies a committed entry while its own disk write still runs. The
@@ -1346,12 +1420,15 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 {
 	char key[KEY_MAX];
 	struct observation *o, *sent = NULL, *in = NULL, *out = NULL, *fs = NULL;
-	uint64_t i, hash;
+	const struct obs_list *pod, *l;
+	size_t i;
+	uint64_t hash;
 
 	pod_key(key, sizeof(key), t->namespace_, t->name);
 	hash = key_hash(key);
+	pod = obs_with_key(c, hash);
 	/* Every Txn the apiserver wrote on this pod in the window: the attempts. */
-	for_each_obs(c, o, i)
+	for_each_listed(c, pod, o, i)
 	{
 		if (o->kind != OBS_TXN_SENT || !obs_key_is(o, key, hash) ||
 		    o->first_ns < window_start || o->first_ns > window_end)
@@ -1361,11 +1438,12 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 		if (t->n_txns < BIND_MAX_TXNS) {
 			struct txn_attempt *a = &t->txns[t->n_txns++];
 			struct observation *r;
-			uint64_t j;
+			size_t j;
 
 			a->sent_ns = o->first_ns;
 			a->compare_revision = o->compare_rev;
-			for_each_obs(c, r, j)
+			l = obs_on_stream(c, o->who.pid, o->who.conn, o->stream_id);
+			for_each_listed(c, l, r, j)
 			{
 				if (r->kind == OBS_TXN_RESPONSE_IN &&
 				    r->stream_id == o->stream_id && r->who.conn == o->who.conn &&
@@ -1387,7 +1465,7 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 			  sent->first_ns, sent->last_ns, sent->stream_id);
 
 	/* The same Txn read by etcd: same HTTP/2 stream, the connection seen from the other end. */
-	for_each_obs(c, o, i)
+	for_each_listed(c, pod, o, i)
 	{
 		if (o->kind != OBS_ETCD_TXN_IN || !obs_key_is(o, key, hash))
 			continue;
@@ -1401,7 +1479,8 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 	if (in) {
 		set_stage(&t->stages[STAGE_ETCD_TXN_RECEIVED], &in->who, in->last_ns, in->first_ns,
 			  in->last_ns, in->stream_id);
-		for_each_obs(c, o, i)
+		l = obs_on_stream(c, in->who.pid, in->who.conn, in->stream_id);
+		for_each_listed(c, l, o, i)
 		{
 			if (o->kind == OBS_ETCD_TXN_OUT && o->stream_id == in->stream_id &&
 			    o->who.conn == in->who.conn && o->who.pid == in->who.pid &&
@@ -1426,7 +1505,8 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 	if (in && out) {
 		const struct observation *late = NULL;
 
-		for_each_obs(c, o, i)
+		l = obs_on_stream(c, in->who.pid, 0, 0);
+		for_each_listed(c, l, o, i)
 		{
 			if (o->kind != OBS_FSYNC || o->who.pid != in->who.pid ||
 			    o->first_ns < in->last_ns)
@@ -1447,7 +1527,7 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 
 	/* etcd's watch event of that revision back at the apiserver. */
 	if (t->revision) {
-		for_each_obs(c, o, i)
+		for_each_listed(c, pod, o, i)
 		{
 			if (o->kind == OBS_ETCD_WATCH && o->revision == t->revision &&
 			    obs_key_is(o, key, hash)) {
@@ -1578,11 +1658,11 @@ static void raft_stage_missing(struct stage *st, const char *why)
 static const struct observation *raft_fsync(struct correlator *c, pid_t pid, uint64_t start_after,
 					    uint64_t end_after)
 {
-	const struct observation *best = NULL;
-	struct observation *o;
-	uint64_t i;
+	const struct observation *best = NULL, *o;
+	const struct obs_list *l = obs_on_stream(c, pid, 0, 0);
+	size_t i;
 
-	for_each_obs(c, o, i)
+	for_each_listed(c, l, o, i)
 	{
 		if (o->kind != OBS_FSYNC || o->who.pid != pid || o->first_ns < start_after ||
 		    o->last_ns < end_after)
@@ -1940,16 +2020,19 @@ static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
 	const struct observation *ev[MAX_POD_EVENTS], *o, *r;
+	const struct obs_list *pod;
 	struct observation *x;
-	uint64_t i, hash;
+	uint64_t hash;
+	size_t i;
 	int k, n = 0, e;
 
 	if (!t->revision)
 		return;
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
+	pod = obs_with_key(c, hash);
 	/* The pod's watch events, the newest MAX_POD_EVENTS of them. */
-	for_each_obs(c, x, i)
+	for_each_listed(c, pod, x, i)
 	{
 		if ((x->kind != OBS_WATCH_SENT && x->kind != OBS_WATCH_RECEIVED) ||
 		    !obs_key_is(x, key, hash))
@@ -2001,15 +2084,18 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
 	struct observation *o, *best = NULL, *queued = NULL;
-	uint64_t i, hash,
-	    before = t->stages[STAGE_BIND_REQUEST].seen ? t->stages[STAGE_BIND_REQUEST].mono_ns
-							: UINT64_MAX;
+	const struct obs_list *pod;
+	size_t i;
+	uint64_t hash, before = t->stages[STAGE_BIND_REQUEST].seen
+				    ? t->stages[STAGE_BIND_REQUEST].mono_ns
+				    : UINT64_MAX;
 
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
+	pod = obs_with_key(c, hash);
 	/* An unschedulable pod's: the give-up stack, the latest before its status PATCH. */
 	if (t->result == BIND_RESULT_UNSCHEDULABLE) {
-		for_each_obs(c, o, i)
+		for_each_listed(c, pod, o, i)
 		{
 			if (o->kind == OBS_CALL && o->citation && o->cit_giveup &&
 			    obs_key_is(o, key, hash) && o->first_ns <= before)
@@ -2020,7 +2106,7 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 		return;
 	}
 	/* The POST's call, else (no probe on the POST) the queueing call. */
-	for_each_obs(c, o, i)
+	for_each_listed(c, pod, o, i)
 	{
 		if (o->kind == OBS_CALL && o->citation && !o->cit_giveup &&
 		    obs_key_is(o, key, hash) && o->first_ns <= before &&
@@ -2034,7 +2120,7 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 		return;
 	/* A POST from a dispatcher goroutine: joined with the stack that queued that Binding
 	 * (the same object), the latest before the POST. */
-	for_each_obs(c, o, i)
+	for_each_listed(c, pod, o, i)
 	{
 		if (o->kind == OBS_CALL && o->citation && o->cit_queued && !o->cit_giveup &&
 		    obs_key_is(o, key, hash) && o->first_ns <= best->first_ns &&

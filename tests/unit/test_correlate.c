@@ -189,8 +189,20 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 	}
 }
 
-/* The whole bind, in the order the tracer would see it, decoys first. */
-static void play(struct correlator *c, const struct addresses *a)
+/* n WAL fsyncs of etcd pid `pid`, each before B: observations that take ring slots and share
+ * a chain with the bind's own fsync when pid is etcd's. */
+static void flood(struct correlator *c, pid_t pid, int n)
+{
+	struct actor fs = { .pid = pid, .comm = "etcd", .role = ROLE_ETCD };
+	int i;
+
+	for (i = 0; i < n; i++)
+		correlator__fsync(c, &fs, B - 2000 * US, B - 1000 * US, true, 0);
+}
+
+/* The whole bind, in the order the tracer would see it, decoys first; `flood_after_sent`
+ * observations of another process come right after the apiserver's Txn. */
+static void play_flooded(struct correlator *c, const struct addresses *a, int flood_after_sent)
 {
 	struct actor sched = actor(812, "kube-scheduler", ROLE_SCHEDULER, 1001, a->scheduler),
 		     api_in = actor(640, "kube-apiserver", ROLE_APISERVER, 2001, a->apiserver_in),
@@ -209,6 +221,7 @@ static void play(struct correlator *c, const struct addresses *a)
 	binding(c, &sched, DECODED_REQUEST, CONN_DIR_OUT, 0, 20);
 	binding(c, &api_in, DECODED_REQUEST, CONN_DIR_IN, 100, 400);
 	txn(c, &api_etcd, CONN_DIR_OUT, 500, 520);
+	flood(c, 591, flood_after_sent);
 	txn(c, &etcd_decoy, CONN_DIR_IN, 550, 560);
 	txn_response(c, &etcd_decoy, CONN_DIR_OUT, 870, 880);
 	txn(c, &etcd_in, CONN_DIR_IN, 600, 620);
@@ -221,6 +234,11 @@ static void play(struct correlator *c, const struct addresses *a)
 	watch_event(c, &api_watcher, CONN_DIR_OUT, 1300, 1310);
 	watch_event(c, &watcher_decoy, CONN_DIR_IN, 1350, 1360);
 	watch_event(c, &watcher, CONN_DIR_IN, 1400, 1410);
+}
+
+static void play(struct correlator *c, const struct addresses *a)
+{
+	play_flooded(c, a, 0);
 }
 
 static void check_run(const struct addresses *a)
@@ -583,6 +601,55 @@ static void check_node_scope(void)
 	free(r);
 }
 
+/* The observation ring (16384) wrapped before the bind, twice over, by fsyncs in the same chain
+ * as the bind's: the bind is still whole, its fsync found among them. Then a flood right after
+ * the apiserver's Txn pushes that Txn out of the ring: its stage is missing, nothing stale is
+ * taken in its place, and the rest is still found. */
+static void check_ring_wrap(void)
+{
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+	};
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = correlator__new(&opt, on_bind, r);
+	const struct bind_timeline *t = &r->t;
+
+	CHECK(r && c, "ring wrap: correlator");
+	if (!r || !c)
+		goto out;
+	flood(c, 590, 2 * 16384 + 7);
+	play(c, &runs[0]);
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1, "ring wrap: one bind, got %d", r->binds);
+	CHECK(t->missing == 0, "ring wrap: nothing missing, got %d", t->missing);
+	CHECK(t->stages[STAGE_ETCD_WAL_FSYNC].mono_ns == B + 650 * US,
+	      "ring wrap: the bind's WAL fsync, not a flood's");
+	CHECK(t->stages[STAGE_ETCD_TXN_RESPONSE].who.conn == 3001,
+	      "ring wrap: etcd's response on the Txn's stream");
+	correlator__free(c);
+
+	memset(r, 0, sizeof(*r));
+	c = correlator__new(&opt, on_bind, r);
+	CHECK(c != NULL, "ring wrap: correlator");
+	if (!c)
+		goto out;
+	play_flooded(c, &runs[0], 16384);
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1, "pushed out: one bind, got %d", r->binds);
+	CHECK(!t->stages[STAGE_ETCD_TXN_SENT].seen, "pushed out: etcd_txn_sent missing");
+	CHECK(t->stages[STAGE_ETCD_WATCH_EVENT].seen && t->stages[STAGE_BIND_RESPONSE].seen,
+	      "pushed out: what came after it still found");
+	CHECK(t->n_watchers == 1 && t->watchers[0].received.who.conn == 4001,
+	      "pushed out: the watcher found");
+out:
+	correlator__free(c);
+	free(r);
+}
+
 int main(void)
 {
 	size_t i;
@@ -595,5 +662,6 @@ int main(void)
 	check_create(true, false);
 	check_create(false, true);
 	check_node_scope();
+	check_ring_wrap();
 	return check_summary("correlate");
 }
