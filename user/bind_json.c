@@ -1,360 +1,572 @@
-/* A bind as one JSON object, the schema of the README, built section by section from the view. */
+/* A bind as one JSON object, the schema of the README, written section by section from the view.
+ *
+ * Written straight into one buffer, not built as a jansson tree and dumped: that tree (an
+ * allocation and a hash table per object, an allocation per value, then a dump of each) was
+ * about half of the tracer's CPU per bind with --json. The bytes are jansson's JSON_COMPACT
+ * dump's: keys in the order written, strings escaped as it escapes them, integers in decimal. A
+ * string that is not valid UTF-8 (jansson's json_string() refuses it, and its key went missing)
+ * has each invalid byte written as U+FFFD. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#include <jansson.h>
+#include <string.h>
 
 #include "bind_json.h"
 #include "citation.h"
 
-static json_t *stage_json(const struct stage *st, int64_t wall_offset_ns)
-{
-	json_t *o = json_object();
+#define JW_DEPTH 16
+/* Most binds' JSON fits here (about 12 KB without watchers); a bigger one grows on the heap. */
+#define JW_STACK 32768
 
+struct jw {
+	char *buf;
+	size_t n, cap;
+	bool heap, oom;
+	int depth;
+	bool comma[JW_DEPTH]; /* a member was written at this depth: the next needs a comma */
+};
+
+static bool jw_room(struct jw *w, size_t more)
+{
+	size_t cap;
+	char *b;
+
+	if (w->oom)
+		return false;
+	if (w->n + more <= w->cap)
+		return true;
+	cap = w->cap * 2 > w->n + more ? w->cap * 2 : w->n + more;
+	b = w->heap ? realloc(w->buf, cap) : malloc(cap);
+	if (!b) {
+		w->oom = true;
+		return false;
+	}
+	if (!w->heap)
+		memcpy(b, w->buf, w->n);
+	w->buf = b;
+	w->cap = cap;
+	w->heap = true;
+	return true;
+}
+
+static void jw_raw(struct jw *w, const char *s, size_t n)
+{
+	if (!jw_room(w, n))
+		return;
+	memcpy(w->buf + w->n, s, n);
+	w->n += n;
+}
+
+static void jw_char(struct jw *w, char c)
+{
+	jw_raw(w, &c, 1);
+}
+
+/* The comma before a member, and its key (the schema's own names: nothing to escape). */
+static void jw_sep(struct jw *w, const char *key)
+{
+	if (w->comma[w->depth])
+		jw_char(w, ',');
+	w->comma[w->depth] = true;
+	if (key) {
+		jw_char(w, '"');
+		jw_raw(w, key, strlen(key));
+		jw_raw(w, "\":", 2);
+	}
+}
+
+static void jw_open(struct jw *w, const char *key, char c)
+{
+	jw_sep(w, key);
+	jw_char(w, c);
+	if (w->depth < JW_DEPTH - 1)
+		w->comma[++w->depth] = false;
+}
+
+static void jw_close(struct jw *w, char c)
+{
+	jw_char(w, c);
+	if (w->depth > 0)
+		w->depth--;
+}
+
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), 0 if there is none. */
+static size_t utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))
+			return 0;
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80 ||
+		    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/* A string value, escaped as jansson escapes it: quote, backslash, and the control characters
+ * (\b \f \n \r \t, else \u00XX); the rest as it is. */
+static void jw_str(struct jw *w, const char *key, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s, *run = p;
+
+	if (!s) /* as jansson's json_string(NULL): no member */
+		return;
+	jw_sep(w, key);
+	jw_char(w, '"');
+	while (*p) {
+		const char *esc = NULL;
+		char u[8];
+		size_t len = utf8_len(p);
+
+		if (len > 1) {
+			p += len;
+			continue;
+		}
+		if (len == 1 && *p >= 0x20 && *p != '"' && *p != '\\') {
+			p++;
+			continue;
+		}
+		jw_raw(w, (const char *)run, (size_t)(p - run));
+		switch (len ? *p : 0x100) {
+		case '"':
+			esc = "\\\"";
+			break;
+		case '\\':
+			esc = "\\\\";
+			break;
+		case '\b':
+			esc = "\\b";
+			break;
+		case '\f':
+			esc = "\\f";
+			break;
+		case '\n':
+			esc = "\\n";
+			break;
+		case '\r':
+			esc = "\\r";
+			break;
+		case '\t':
+			esc = "\\t";
+			break;
+		case 0x100:
+			esc = "\\uFFFD";
+			break;
+		default:
+			snprintf(u, sizeof(u), "\\u%04X", *p);
+			esc = u;
+		}
+		jw_raw(w, esc, strlen(esc));
+		run = ++p;
+	}
+	jw_raw(w, (const char *)run, (size_t)(p - run));
+	jw_char(w, '"');
+}
+
+static void jw_int(struct jw *w, const char *key, long long v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%lld", v);
+
+	jw_sep(w, key);
+	jw_raw(w, num, (size_t)n);
+}
+
+static void jw_lit(struct jw *w, const char *key, const char *lit)
+{
+	jw_sep(w, key);
+	jw_raw(w, lit, strlen(lit));
+}
+
+static void jw_bool(struct jw *w, const char *key, bool b)
+{
+	jw_lit(w, key, b ? "true" : "false");
+}
+
+static void jw_null(struct jw *w, const char *key)
+{
+	jw_lit(w, key, "null");
+}
+
+static void stage_json(struct jw *w, const char *key, const struct stage *st,
+		       int64_t wall_offset_ns)
+{
+	jw_open(w, key, '{');
 	if (!st->seen) {
-		json_object_set_new(o, "missing", json_string(st->missing));
-		return o;
+		jw_str(w, "missing", st->missing);
+		jw_close(w, '}');
+		return;
 	}
-	json_object_set_new(o, "mono_ns", json_integer((json_int_t)st->mono_ns));
-	json_object_set_new(o, "wall_ns", json_integer((json_int_t)(st->mono_ns + wall_offset_ns)));
-	json_object_set_new(o, "first_mono_ns", json_integer((json_int_t)st->first_ns));
-	json_object_set_new(o, "last_mono_ns", json_integer((json_int_t)st->last_ns));
-	json_object_set_new(o, "pid", json_integer(st->who.pid));
-	json_object_set_new(o, "comm", json_string(st->who.comm));
-	json_object_set_new(o, "role", json_string(process_role__name(st->who.role)));
+	jw_int(w, "mono_ns", (long long)st->mono_ns);
+	jw_int(w, "wall_ns", (long long)(st->mono_ns + wall_offset_ns));
+	jw_int(w, "first_mono_ns", (long long)st->first_ns);
+	jw_int(w, "last_mono_ns", (long long)st->last_ns);
+	jw_int(w, "pid", st->who.pid);
+	jw_str(w, "comm", st->who.comm);
+	jw_str(w, "role", process_role__name(st->who.role));
 	if (st->who.conn) {
-		json_object_set_new(o, "conn", json_integer((json_int_t)st->who.conn));
-		json_object_set_new(o, "laddr", json_string(endpoint__str(&st->who.local).s));
-		json_object_set_new(o, "raddr", json_string(endpoint__str(&st->who.remote).s));
-		json_object_set_new(o, "stream_id", json_integer(st->stream_id));
+		jw_int(w, "conn", (long long)st->who.conn);
+		jw_str(w, "laddr", endpoint__str(&st->who.local).s);
+		jw_str(w, "raddr", endpoint__str(&st->who.remote).s);
+		jw_int(w, "stream_id", st->stream_id);
 	}
-	return o;
+	jw_close(w, '}');
 }
 
 /* seq, pod, node, result, status, revision, node_before. */
-static void add_outcome(json_t *root, const struct bind_timeline *t)
+static void add_outcome(struct jw *w, const struct bind_timeline *t)
 {
-	json_t *pod = json_object();
-
-	json_object_set_new(root, "seq", json_integer((json_int_t)t->seq));
-	json_object_set_new(pod, "namespace", json_string(t->namespace_));
-	json_object_set_new(pod, "name", json_string(t->name));
-	json_object_set_new(pod, "uid", json_string(t->uid));
-	json_object_set_new(root, "pod", pod);
-	json_object_set_new(root, "node", json_string(t->node));
-	json_object_set_new(root, "result", json_string(bind_result__name(t->result)));
+	jw_int(w, "seq", (long long)t->seq);
+	jw_open(w, "pod", '{');
+	jw_str(w, "namespace", t->namespace_);
+	jw_str(w, "name", t->name);
+	jw_str(w, "uid", t->uid);
+	jw_close(w, '}');
+	jw_str(w, "node", t->node);
+	jw_str(w, "result", bind_result__name(t->result));
 	if (t->served_elsewhere) /* --node: another node's apiserver served the Binding */
-		json_object_set_new(root, "served_elsewhere", json_true());
-	json_object_set_new(root, "status_code", json_integer(t->status_code));
-	json_object_set_new(root, "status_reason", json_string(t->status_reason));
+		jw_bool(w, "served_elsewhere", true);
+	jw_int(w, "status_code", t->status_code);
+	jw_str(w, "status_reason", t->status_reason);
 	if (t->status_message[0]) /* an unschedulable pod's: the scheduler's message */
-		json_object_set_new(root, "status_message", json_string(t->status_message));
-	json_object_set_new(root, "revision", json_integer(t->revision));
-	json_object_set_new(root, "create_revision", json_integer(t->create_revision));
-	json_object_set_new(root, "created_before_attach", json_boolean(t->created_before_attach));
-	json_object_set_new(root, "node_before",
-			    t->node_before_known ? json_string(t->node_before) : json_null());
+		jw_str(w, "status_message", t->status_message);
+	jw_int(w, "revision", t->revision);
+	jw_int(w, "create_revision", t->create_revision);
+	jw_bool(w, "created_before_attach", t->created_before_attach);
+	if (t->node_before_known)
+		jw_str(w, "node_before", t->node_before);
+	else
+		jw_null(w, "node_before");
 }
 
-static json_t *stages_json(const struct bind_view *v)
+static void stages_json(struct jw *w, const struct bind_view *v)
 {
-	json_t *stages = json_object();
 	int s;
 
+	jw_open(w, "stages", '{');
 	for (s = 0; s < STAGE_MAX; s++)
-		json_object_set_new(stages, stage__name((enum stage_id)s),
-				    stage_json(&v->t->stages[s], v->wall_offset_ns));
-	return stages;
+		stage_json(w, stage__name((enum stage_id)s), &v->t->stages[s], v->wall_offset_ns);
+	jw_close(w, '}');
 }
 
 /* The frames the watcher was sent about the pod, ADDED to the bind's MODIFIED (bindview.h). */
-static json_t *frames_json(const struct watcher *wa)
+static void frames_json(struct jw *w, const struct watcher *wa)
 {
-	json_t *frames = json_array();
 	int i;
 
+	jw_open(w, "frames", '[');
 	for (i = 0; i < wa->n_frames; i++) {
 		const struct watch_frame *f = &wa->frames[i];
-		json_t *fo = json_object();
 
-		json_object_set_new(fo, "type", json_string(f->type));
-		json_object_set_new(fo, "resource_version", json_integer(f->revision));
-		json_object_set_new(fo, "node_name", json_string(f->node));
-		json_object_set_new(fo, "sent_mono_ns", json_integer((json_int_t)f->sent_ns));
-		json_object_set_new(fo, "received_mono_ns",
-				    f->received_ns ? json_integer((json_int_t)f->received_ns)
-						   : json_null());
-		json_array_append_new(frames, fo);
+		jw_open(w, NULL, '{');
+		jw_str(w, "type", f->type);
+		jw_int(w, "resource_version", f->revision);
+		jw_str(w, "node_name", f->node);
+		jw_int(w, "sent_mono_ns", (long long)f->sent_ns);
+		if (f->received_ns)
+			jw_int(w, "received_mono_ns", (long long)f->received_ns);
+		else
+			jw_null(w, "received_mono_ns");
+		jw_close(w, '}');
 	}
-	return frames;
+	jw_close(w, ']');
 }
 
-static json_t *watcher_json(const struct bind_view *v, int w)
+static void watcher_json(struct jw *w, const struct bind_view *v, int i)
 {
-	const struct watcher *wa = &v->t->watchers[w];
-	json_t *wo = json_object();
+	const struct watcher *wa = &v->t->watchers[i];
 	char check[WATCHER_CHECK_MAX];
 	int64_t d;
 
-	json_object_set_new(wo, "watch_event_sent", stage_json(&wa->sent, v->wall_offset_ns));
-	json_object_set_new(wo, "watch_event_received",
-			    stage_json(&wa->received, v->wall_offset_ns));
-	json_object_set_new(wo, "address", json_string(endpoint__str(&wa->sent.who.remote).s));
-	json_object_set_new(wo, "pid", json_integer(wa->sent.who.peer_pid));
-	json_object_set_new(wo, "comm", json_string(wa->sent.who.peer_comm));
-	json_object_set_new(wo, "user_agent", json_string(wa->user_agent));
-	json_object_set_new(wo, "path", json_string(wa->path));
-	json_object_set_new(wo, "encoding", json_string(wa->encoding));
-	json_object_set_new(wo, "event_type", json_string(wa->event_type));
-	json_object_set_new(wo, "node_before",
-			    wa->before_known ? json_string(wa->node_before) : json_null());
-	json_object_set_new(wo, "node_after", json_string(wa->node_after));
-	json_object_set_new(wo, "frames", frames_json(wa));
-	json_object_set_new(wo, "frames_start", json_string(frames_start__name(wa->frames_start)));
-	json_object_set_new(wo, "frames_not_kept", json_integer(wa->frames_not_kept));
-	json_object_set_new(wo, "frames_changed_node", json_integer(wa->frames_changed));
-	json_object_set_new(wo, "frames_lost", json_boolean(wa->frames_lost));
+	jw_open(w, NULL, '{');
+	stage_json(w, "watch_event_sent", &wa->sent, v->wall_offset_ns);
+	stage_json(w, "watch_event_received", &wa->received, v->wall_offset_ns);
+	jw_str(w, "address", endpoint__str(&wa->sent.who.remote).s);
+	jw_int(w, "pid", wa->sent.who.peer_pid);
+	jw_str(w, "comm", wa->sent.who.peer_comm);
+	jw_str(w, "user_agent", wa->user_agent);
+	jw_str(w, "path", wa->path);
+	jw_str(w, "encoding", wa->encoding);
+	jw_str(w, "event_type", wa->event_type);
+	if (wa->before_known)
+		jw_str(w, "node_before", wa->node_before);
+	else
+		jw_null(w, "node_before");
+	jw_str(w, "node_after", wa->node_after);
+	frames_json(w, wa);
+	jw_str(w, "frames_start", frames_start__name(wa->frames_start));
+	jw_int(w, "frames_not_kept", wa->frames_not_kept);
+	jw_int(w, "frames_changed_node", wa->frames_changed);
+	jw_bool(w, "frames_lost", wa->frames_lost);
 	watcher__frames_check(check, sizeof(check), wa);
-	json_object_set_new(wo, "frames_check", json_string(check));
-	if (leg__duration(v->t, LEG_WATCH_FANOUT, w, &d))
-		json_object_set_new(wo, "fanout_ns", json_integer(d));
-	if (leg__duration(v->t, LEG_WATCH_DELIVERY, w, &d))
-		json_object_set_new(wo, "delivery_ns", json_integer(d));
-	return wo;
+	jw_str(w, "frames_check", check);
+	if (leg__duration(v->t, LEG_WATCH_FANOUT, i, &d))
+		jw_int(w, "fanout_ns", d);
+	if (leg__duration(v->t, LEG_WATCH_DELIVERY, i, &d))
+		jw_int(w, "delivery_ns", d);
+	jw_close(w, '}');
 }
 
 /* Every leg of the bind itself (the watchers' are in their objects): ns, or null. */
-static json_t *legs_json(const struct bind_view *v)
+static void legs_json(struct jw *w, const struct bind_view *v)
 {
-	json_t *legs = json_object();
 	int64_t d;
 	int l;
 
+	jw_open(w, "legs_ns", '{');
 	for (l = 0; l < LEG_MAX; l++) {
 		if (leg__per_watcher((enum leg_id)l) || !leg__applies(v->t, (enum leg_id)l))
 			continue;
-		json_object_set_new(legs, leg__name((enum leg_id)l),
-				    leg__duration(v->t, (enum leg_id)l, -1, &d) ? json_integer(d)
-										: json_null());
+		if (leg__duration(v->t, (enum leg_id)l, -1, &d))
+			jw_int(w, leg__name((enum leg_id)l), d);
+		else
+			jw_null(w, leg__name((enum leg_id)l));
 	}
-	return legs;
+	jw_close(w, '}');
 }
 
-static json_t *txns_json(const struct bind_timeline *t)
+static void txns_json(struct jw *w, const struct bind_timeline *t)
 {
-	json_t *txns = json_array();
 	int s;
 
+	jw_open(w, "etcd_txn_attempts", '[');
 	for (s = 0; s < t->n_txns; s++) {
 		const struct txn_attempt *x = &t->txns[s];
-		json_t *a = json_object();
 
-		json_object_set_new(a, "sent_mono_ns", json_integer((json_int_t)x->sent_ns));
-		json_object_set_new(a, "compare_mod_revision", json_integer(x->compare_revision));
-		json_object_set_new(a, "responded", json_boolean(x->responded));
+		jw_open(w, NULL, '{');
+		jw_int(w, "sent_mono_ns", (long long)x->sent_ns);
+		jw_int(w, "compare_mod_revision", x->compare_revision);
+		jw_bool(w, "responded", x->responded);
 		/* When the apiserver had read etcd's answer (its gRPC client's end of the call). */
 		if (x->responded)
-			json_object_set_new(a, "response_mono_ns",
-					    json_integer((json_int_t)x->response_ns));
-		json_object_set_new(a, "succeeded", json_boolean(x->succeeded));
-		json_object_set_new(a, "revision", json_integer(x->revision));
-		json_array_append_new(txns, a);
+			jw_int(w, "response_mono_ns", (long long)x->response_ns);
+		jw_bool(w, "succeeded", x->succeeded);
+		jw_int(w, "revision", x->revision);
+		jw_close(w, '}');
 	}
-	return txns;
+	jw_close(w, ']');
 }
 
-static json_t *frame_json(const struct frame_line *f)
+/* A frame's function, file and line; the object is left open for what the caller adds. */
+static void frame_json(struct jw *w, const char *key, const struct frame_line *f)
 {
-	json_t *fr = json_object();
-
-	json_object_set_new(fr, "function", json_string(f->func));
-	json_object_set_new(fr, "file", json_string(f->file));
-	json_object_set_new(fr, "line", json_integer(f->line));
-	return fr;
+	jw_open(w, key, '{');
+	jw_str(w, "function", f->func);
+	jw_str(w, "file", f->file);
+	jw_int(w, "line", f->line);
 }
 
 /* From the cited frame's callee down to the POST, each with the goroutine it ran on. */
-static json_t *chain_json(const struct citation *ci)
+static void chain_json(struct jw *w, const struct citation *ci)
 {
-	json_t *chain = json_array();
 	int i;
 
+	jw_open(w, "chain", '[');
 	for (i = ci->cited - 1; i >= 0; i--) {
-		json_t *fr;
-
 		if (!citation__frame_shown(ci, i))
 			continue;
-		fr = frame_json(&ci->frames[i]);
-		json_object_set_new(fr, "goroutine",
-				    json_string(ci->queued_at && i < ci->queued_at ? "dispatcher"
-						: ci->giveup			   ? "scheduling"
-										   : "binding"));
-		json_array_append_new(chain, fr);
+		frame_json(w, NULL, &ci->frames[i]);
+		jw_str(w, "goroutine",
+		       ci->queued_at && i < ci->queued_at ? "dispatcher"
+		       : ci->giveup			  ? "scheduling"
+							  : "binding");
+		jw_close(w, '}');
 	}
-	return chain;
+	jw_close(w, ']');
 }
 
 /* The call that queued the POST for a dispatcher goroutine; null when the POST's own stack holds
  * the bind step. */
-static json_t *queued_json(const struct citation *ci)
+static void queued_json(struct jw *w, const struct citation *ci)
 {
-	json_t *q;
-
-	if (!ci->queued_at)
-		return json_null();
-	q = json_object();
-	json_object_set_new(q, "probe", json_string(ci->queue_probe));
-	json_object_set_new(q, "tid", json_integer(ci->queue_tid));
-	json_object_set_new(q, "goroutine", json_integer((json_int_t)ci->queue_goroutine));
-	json_object_set_new(q, "mono_ns", json_integer((json_int_t)ci->queue_ns));
-	json_object_set_new(q, "stack_index", json_integer(ci->queued_at));
-	return q;
+	if (!ci->queued_at) {
+		jw_null(w, "queued");
+		return;
+	}
+	jw_open(w, "queued", '{');
+	jw_str(w, "probe", ci->queue_probe);
+	jw_int(w, "tid", ci->queue_tid);
+	jw_int(w, "goroutine", (long long)ci->queue_goroutine);
+	jw_int(w, "mono_ns", (long long)ci->queue_ns);
+	jw_int(w, "stack_index", ci->queued_at);
+	jw_close(w, '}');
 }
 
-static json_t *citation_json(const struct citation *ci)
+static void citation_json(struct jw *w, const struct citation *ci)
 {
-	json_t *c, *frames;
 	int f;
 
-	if (!ci->known)
-		return json_null();
-	c = json_object();
-	frames = json_array();
-	json_object_set_new(c, "kubernetes_version", json_string(ci->kubernetes_version));
-	json_object_set_new(c, "commit", json_string(ci->commit));
-	json_object_set_new(c, "go_version", json_string(ci->go_version));
-	json_object_set_new(c, "probe", json_string(ci->probe));
-	json_object_set_new(c, "gave_up", json_boolean(ci->giveup));
-	json_object_set_new(c, "tid", json_integer(ci->tid));
-	json_object_set_new(c, "goroutine", json_integer((json_int_t)ci->goroutine));
+	if (!ci->known) {
+		jw_null(w, "citation");
+		return;
+	}
+	jw_open(w, "citation", '{');
+	jw_str(w, "kubernetes_version", ci->kubernetes_version);
+	jw_str(w, "commit", ci->commit);
+	jw_str(w, "go_version", ci->go_version);
+	jw_str(w, "probe", ci->probe);
+	jw_bool(w, "gave_up", ci->giveup);
+	jw_int(w, "tid", ci->tid);
+	jw_int(w, "goroutine", (long long)ci->goroutine);
 	if (ci->cited >= 0 && ci->cited < ci->n_frames) {
-		json_object_set_new(c, "function", json_string(ci->frames[ci->cited].func));
-		json_object_set_new(c, "file", json_string(ci->frames[ci->cited].file));
-		json_object_set_new(c, "line", json_integer(ci->frames[ci->cited].line));
-		json_object_set_new(c, "rule", json_string(ci->rule ? ci->rule : ""));
-		json_object_set_new(c, "caller",
-				    ci->caller > 0 ? frame_json(&ci->frames[ci->caller])
-						   : json_null());
-		json_object_set_new(c, "chain", chain_json(ci));
+		jw_str(w, "function", ci->frames[ci->cited].func);
+		jw_str(w, "file", ci->frames[ci->cited].file);
+		jw_int(w, "line", ci->frames[ci->cited].line);
+		jw_str(w, "rule", ci->rule ? ci->rule : "");
+		if (ci->caller > 0) {
+			frame_json(w, "caller", &ci->frames[ci->caller]);
+			jw_close(w, '}');
+		} else {
+			jw_null(w, "caller");
+		}
+		chain_json(w, ci);
 	}
-	json_object_set_new(c, "queued", queued_json(ci));
+	queued_json(w, ci);
+	jw_open(w, "stack", '[');
 	for (f = 0; f < ci->n_frames; f++) {
-		json_t *fr = json_object();
-
-		json_object_set_new(fr, "pc", json_integer((json_int_t)ci->frames[f].pc));
-		json_object_set_new(fr, "function", json_string(ci->frames[f].func));
-		json_object_set_new(fr, "file", json_string(ci->frames[f].file));
-		json_object_set_new(fr, "line", json_integer(ci->frames[f].line));
-		json_array_append_new(frames, fr);
+		jw_open(w, NULL, '{');
+		jw_int(w, "pc", (long long)ci->frames[f].pc);
+		jw_str(w, "function", ci->frames[f].func);
+		jw_str(w, "file", ci->frames[f].file);
+		jw_int(w, "line", ci->frames[f].line);
+		jw_close(w, '}');
 	}
-	json_object_set_new(c, "stack", frames);
-	return c;
+	jw_close(w, ']');
+	jw_close(w, '}');
 }
 
-static json_t *raft_id_json(uint64_t id)
+static void raft_id_json(struct jw *w, const char *key, uint64_t id)
 {
 	char hex[24];
 
-	if (!id)
-		return json_null();
+	if (!id) {
+		jw_null(w, key);
+		return;
+	}
 	snprintf(hex, sizeof(hex), "%" PRIx64, id);
-	return json_string(hex);
+	jw_str(w, key, hex);
 }
 
-static void set_ns(json_t *o, const char *name, uint64_t ns)
+static void set_ns(struct jw *w, const char *name, uint64_t ns)
 {
-	json_object_set_new(o, name, ns ? json_integer((json_int_t)ns) : json_null());
+	if (ns)
+		jw_int(w, name, (long long)ns);
+	else
+		jw_null(w, name);
 }
 
 /* The bind's raft entry (correlate.h, struct bind_raft): present only where raft is expected. */
-static json_t *raft_json(const struct bind_view *v)
+static void raft_json(struct jw *w, const struct bind_view *v)
 {
 	const struct bind_raft *r = &v->t->raft;
-	json_t *o = json_object(), *members = json_array(), *quorum = json_array();
 	char hex[24];
 	int k;
 
 	snprintf(hex, sizeof(hex), "%" PRIx64, r->request_id);
-	json_object_set_new(o, "entry_seen", json_boolean(r->seen));
-	json_object_set_new(o, "request_id", r->seen ? json_string(hex) : json_null());
-	json_object_set_new(o, "index", json_integer((json_int_t)r->index));
-	json_object_set_new(o, "term", json_integer((json_int_t)r->term));
-	json_object_set_new(o, "leader", raft_id_json(r->leader));
-	json_object_set_new(o, "answering_member", raft_id_json(r->answering));
-	json_object_set_new(o, "voters", json_integer(r->voters));
-	json_object_set_new(o, "quorum_size", json_integer(r->quorum));
-	json_object_set_new(o, "leader_change",
-			    r->leader_changed ? json_string(r->change) : json_null());
-	json_object_set_new(o, "raft_proposed", stage_json(&r->proposed, v->wall_offset_ns));
-	json_object_set_new(o, "raft_appended", stage_json(&r->appended, v->wall_offset_ns));
-	json_object_set_new(o, "raft_quorum_fsync",
-			    stage_json(&r->quorum_fsync, v->wall_offset_ns));
-	json_object_set_new(o, "raft_committed", stage_json(&r->committed, v->wall_offset_ns));
-	json_object_set_new(o, "raft_applied", stage_json(&r->applied, v->wall_offset_ns));
+	jw_open(w, "raft", '{');
+	jw_bool(w, "entry_seen", r->seen);
+	if (r->seen)
+		jw_str(w, "request_id", hex);
+	else
+		jw_null(w, "request_id");
+	jw_int(w, "index", (long long)r->index);
+	jw_int(w, "term", (long long)r->term);
+	raft_id_json(w, "leader", r->leader);
+	raft_id_json(w, "answering_member", r->answering);
+	jw_int(w, "voters", r->voters);
+	jw_int(w, "quorum_size", r->quorum);
+	if (r->leader_changed)
+		jw_str(w, "leader_change", r->change);
+	else
+		jw_null(w, "leader_change");
+	stage_json(w, "raft_proposed", &r->proposed, v->wall_offset_ns);
+	stage_json(w, "raft_appended", &r->appended, v->wall_offset_ns);
+	stage_json(w, "raft_quorum_fsync", &r->quorum_fsync, v->wall_offset_ns);
+	stage_json(w, "raft_committed", &r->committed, v->wall_offset_ns);
+	stage_json(w, "raft_applied", &r->applied, v->wall_offset_ns);
+	/* quorum before members, as before: the ids of the members in the quorum. */
+	jw_open(w, "quorum", '[');
+	for (k = 0; k < r->n_members; k++)
+		if (r->members[k].in_quorum)
+			raft_id_json(w, NULL, r->members[k].id);
+	jw_close(w, ']');
+	jw_open(w, "members", '[');
 	for (k = 0; k < r->n_members; k++) {
 		const struct raft_member_part *p = &r->members[k];
-		json_t *m = json_object();
 
-		json_object_set_new(m, "id", raft_id_json(p->id));
-		json_object_set_new(m, "pid", p->pid ? json_integer(p->pid) : json_null());
-		json_object_set_new(m, "leader", json_boolean(p->leader));
-		json_object_set_new(m, "answered", json_boolean(p->answered));
-		json_object_set_new(m, "in_quorum", json_boolean(p->in_quorum));
-		json_object_set_new(m, "raft_appended",
-				    stage_json(&p->appended, v->wall_offset_ns));
-		set_ns(m, "msgapp_received_mono_ns", p->app_received_ns);
-		set_ns(m, "ack_sent_mono_ns", p->ack_sent_ns);
-		set_ns(m, "ack_received_mono_ns", p->ack_received_ns);
-		set_ns(m, "ack_counted_mono_ns", p->ack_ns);
-		json_array_append_new(members, m);
-		if (p->in_quorum)
-			json_array_append_new(quorum, raft_id_json(p->id));
+		jw_open(w, NULL, '{');
+		raft_id_json(w, "id", p->id);
+		if (p->pid)
+			jw_int(w, "pid", p->pid);
+		else
+			jw_null(w, "pid");
+		jw_bool(w, "leader", p->leader);
+		jw_bool(w, "answered", p->answered);
+		jw_bool(w, "in_quorum", p->in_quorum);
+		stage_json(w, "raft_appended", &p->appended, v->wall_offset_ns);
+		set_ns(w, "msgapp_received_mono_ns", p->app_received_ns);
+		set_ns(w, "ack_sent_mono_ns", p->ack_sent_ns);
+		set_ns(w, "ack_received_mono_ns", p->ack_received_ns);
+		set_ns(w, "ack_counted_mono_ns", p->ack_ns);
+		jw_close(w, '}');
 	}
-	json_object_set_new(o, "quorum", quorum);
-	json_object_set_new(o, "members", members);
-	return o;
+	jw_close(w, ']');
+	jw_close(w, '}');
 }
 
-json_t *bind_json__new(const struct bind_view *v)
+static void bind_json(struct jw *w, const struct bind_view *v)
 {
 	const struct bind_timeline *t = v->t;
-	json_t *root = json_object(), *watchers = json_array();
-	int w;
+	int i;
 
-	json_object_set_new(root, "schema_version", json_integer(BIND_JSON_SCHEMA_VERSION));
-	add_outcome(root, t);
+	jw_open(w, NULL, '{');
+	jw_int(w, "schema_version", BIND_JSON_SCHEMA_VERSION);
+	add_outcome(w, t);
 	if (v->tracer_node && v->tracer_node[0]) /* --node: whose tracer saw it */
-		json_object_set_new(root, "tracer_node", json_string(v->tracer_node));
-	json_object_set_new(root, "stages", stages_json(v));
+		jw_str(w, "tracer_node", v->tracer_node);
+	stages_json(w, v);
 	if (t->raft.expected)
-		json_object_set_new(root, "raft", raft_json(v));
-	for (w = 0; w < t->n_watchers; w++)
-		json_array_append_new(watchers, watcher_json(v, w));
-	json_object_set_new(root, "watchers", watchers);
-	json_object_set_new(root, "watchers_not_shown", json_integer(t->watchers_dropped));
-	json_object_set_new(root, "legs_ns", legs_json(v));
-	json_object_set_new(root, "etcd_txn_attempts", txns_json(t));
-	json_object_set_new(root, "citation", citation_json(&t->citation));
-	json_object_set_new(root, "missing_stages", json_integer(t->missing));
-	json_object_set_new(root, "gap", json_boolean(t->gap));
-	json_object_set_new(root, "drops", json_boolean(t->drops));
-	json_object_set_new(root, "started_midway", json_boolean(t->started_midway));
-	return root;
+		raft_json(w, v);
+	jw_open(w, "watchers", '[');
+	for (i = 0; i < t->n_watchers; i++)
+		watcher_json(w, v, i);
+	jw_close(w, ']');
+	jw_int(w, "watchers_not_shown", t->watchers_dropped);
+	legs_json(w, v);
+	txns_json(w, t);
+	citation_json(w, &t->citation);
+	jw_int(w, "missing_stages", t->missing);
+	jw_bool(w, "gap", t->gap);
+	jw_bool(w, "drops", t->drops);
+	jw_bool(w, "started_midway", t->started_midway);
+	jw_close(w, '}');
 }
 
 int bind_json__print(FILE *out, const struct bind_view *v)
 {
-	json_t *root = bind_json__new(v);
-	char *text = json_dumps(root, JSON_COMPACT);
+	char stack[JW_STACK];
+	struct jw w = { .buf = stack, .cap = sizeof(stack) };
 	int err = 0;
 
-	json_decref(root);
-	if (!text)
-		return -ENOMEM;
-	if (fprintf(out, "%s\n", text) < 0)
+	bind_json(&w, v);
+	jw_char(&w, '\n');
+	if (w.oom)
+		err = -ENOMEM;
+	else if (fwrite(w.buf, 1, w.n, out) != w.n)
 		err = -EIO;
-	free(text);
+	if (w.heap)
+		free(w.buf);
 	return err;
 }

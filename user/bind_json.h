@@ -9,15 +9,12 @@
 
 #include <stdio.h>
 
-#include <jansson.h>
-
 #include "bindview.h"
 
 #define BIND_JSON_SCHEMA_VERSION 1
 
-/* The object; the caller owns it (json_decref). */
-json_t *bind_json__new(const struct bind_view *view);
-/* The object on one line of out. 0, or -ENOMEM / -EIO. */
+/* The object on one line of out, written in one piece (nothing when it fails). 0, or -ENOMEM /
+ * -EIO. */
 int bind_json__print(FILE *out, const struct bind_view *view);
 
 #endif

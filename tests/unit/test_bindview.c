@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "bindview.h"
 #include "check.h"
 #include "report.h"
@@ -342,6 +344,53 @@ static void check_wall_time(void)
 	free(t);
 }
 
+/* --json's strings: escaped as jansson escapes them (its dump of the same string is found in the
+ * line, byte for byte), invalid UTF-8 bytes as U+FFFD, and the line one valid JSON object. */
+static void check_json_strings(void)
+{
+	static const char valid[] = "a\"b\\c\n\t\x01\x1f\x7f /é✓😀";
+	struct bind_timeline *t = calloc(1, sizeof(*t));
+	char *line = NULL, *want;
+	size_t len = 0;
+	struct bind_view v;
+	json_t *str, *root;
+	FILE *f;
+
+	CHECK(t != NULL, "json strings: memory");
+	if (!t)
+		return;
+	full_bind(t);
+	snprintf(t->status_message, sizeof(t->status_message), "%s", valid);
+	/* A lone continuation byte, a truncated 3-byte sequence, an overlong '/'. */
+	snprintf(t->watchers[0].user_agent, sizeof(t->watchers[0].user_agent),
+		 "x\x80y\xe2\x9cz\xc0\xaf");
+	bind_view__init(&v, t, 0);
+	f = open_memstream(&line, &len);
+	CHECK(f != NULL, "json strings: memstream");
+	if (!f)
+		goto out;
+	timeline__print_json(f, &v);
+	fclose(f);
+	CHECK(len > 0 && line[len - 1] == '\n', "json strings: one line");
+	str = json_string(valid);
+	want = json_dumps(str, JSON_ENCODE_ANY | JSON_COMPACT);
+	CHECK(want && strstr(line, want), "json strings: jansson's escaping %s in the line",
+	      want ? want : "(none)");
+	free(want);
+	json_decref(str);
+	root = json_loads(line, 0, NULL);
+	CHECK(root != NULL, "json strings: the line parses");
+	CHECK_STR(json_string_value(json_object_get(root, "status_message")), valid);
+	CHECK_STR(json_string_value(json_object_get(
+		      json_array_get(json_object_get(root, "watchers"), 0), "user_agent")),
+		  "x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd");
+	CHECK_INT(json_integer_value(json_object_get(root, "revision")), 212);
+	json_decref(root);
+out:
+	free(line);
+	free(t);
+}
+
 int main(void)
 {
 	check_legs();
@@ -350,5 +399,6 @@ int main(void)
 	check_unschedulable();
 	check_names();
 	check_wall_time();
+	check_json_strings();
 	return check_summary("bindview");
 }
