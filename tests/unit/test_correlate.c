@@ -241,7 +241,8 @@ static void play(struct correlator *c, const struct addresses *a)
 	play_flooded(c, a, 0);
 }
 
-static void check_run(const struct addresses *a)
+/* A correlator tracing all three roles, its binds into r; NULL without memory. */
+static struct correlator *full_correlator(struct result *r)
 {
 	struct correlator_options opt = {
 		.linger_ns = 1,
@@ -250,8 +251,14 @@ static void check_run(const struct addresses *a)
 		.have_apiserver = true,
 		.have_etcd = true,
 	};
+
+	return r ? correlator__new(&opt, on_bind, r) : NULL;
+}
+
+static void check_run(const struct addresses *a)
+{
 	struct result *r = calloc(1, sizeof(*r));
-	struct correlator *c = correlator__new(&opt, on_bind, r);
+	struct correlator *c = full_correlator(r);
 	const struct bind_timeline *t = &r->t;
 	char want[128];
 	int s;
@@ -607,15 +614,8 @@ static void check_node_scope(void)
  * taken in its place, and the rest is still found. */
 static void check_ring_wrap(void)
 {
-	struct correlator_options opt = {
-		.linger_ns = 1,
-		.max_open_ns = 1ull << 62,
-		.have_scheduler = true,
-		.have_apiserver = true,
-		.have_etcd = true,
-	};
 	struct result *r = calloc(1, sizeof(*r));
-	struct correlator *c = correlator__new(&opt, on_bind, r);
+	struct correlator *c = full_correlator(r);
 	const struct bind_timeline *t = &r->t;
 
 	CHECK(r && c, "ring wrap: correlator");
@@ -633,7 +633,7 @@ static void check_ring_wrap(void)
 	correlator__free(c);
 
 	memset(r, 0, sizeof(*r));
-	c = correlator__new(&opt, on_bind, r);
+	c = full_correlator(r);
 	CHECK(c != NULL, "ring wrap: correlator");
 	if (!c)
 		goto out;
