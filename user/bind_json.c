@@ -227,6 +227,7 @@ static json_t *citation_json(const struct citation *ci)
 	json_object_set_new(c, "go_version", json_string(ci->go_version));
 	json_object_set_new(c, "probe", json_string(ci->probe));
 	json_object_set_new(c, "gave_up", json_boolean(ci->giveup));
+	json_object_set_new(c, "patch_dispatched", json_boolean(ci->patch_dispatched));
 	json_object_set_new(c, "tid", json_integer(ci->tid));
 	json_object_set_new(c, "goroutine", json_integer((json_int_t)ci->goroutine));
 	if (ci->cited >= 0 && ci->cited < ci->n_frames) {

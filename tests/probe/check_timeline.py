@@ -507,7 +507,14 @@ def check_giveup(c, inspect_path):
     chain = c.get("chain") or []
     if not chain or not chain[-1]["function"].endswith("scheduler.updatePod"):
         fail(f"the chain does not end at updatePod: {chain[-1:]}")
-    print(f"gave up at {c['file']}:{c['line']} ({src}): {text.strip()} in {func[:70]}")
+    # With SchedulerAsyncAPICalls updatePod hands the PATCH to the API cache (a dispatcher
+    # goroutine sends it): the stack is still the failure handler's, and says so.
+    async_calls = os.environ.get("SCHEDULER_ASYNC_API_CALLS") == "1"
+    if c.get("patch_dispatched") is not async_calls:
+        fail(f"citation.patch_dispatched {c.get('patch_dispatched')!r} with async API calls "
+             f"{'on' if async_calls else 'off'}")
+    print(f"gave up at {c['file']}:{c['line']} ({src}): {text.strip()} in {func[:70]}; "
+          f"PATCH {'by a dispatcher goroutine' if async_calls else 'from updatePod itself'}")
 
 
 def unschedulable(path, name, pods_file, inspect_path=None):
