@@ -913,6 +913,7 @@ int BPF_KPROBE(go_call)
 	obj = go_arg(ctx, CALL_COOKIE_OBJ_REG(cookie));
 	e->name_len = e->namespace_len = 0;
 	e->object = obj;
+	e->aux = cookie & CALL_COOKIE_AUX ? go_arg(ctx, CALL_COOKIE_AUX_REG(cookie)) : 0;
 	if (obj) {
 		read_go_string(e->name, &e->name_len, obj + 32);
 		read_go_string(e->namespace_, &e->namespace_len, obj + 64);

@@ -113,6 +113,12 @@ struct fsync_event {
 /* Set on the probe of the function through which the scheduler patches a pod's status when it
  * gives up on it (its failure handler's updatePod). */
 #define CALL_COOKIE_GIVEUP (1ull << 9)
+/* With CALL_COOKIE_AUX, the register (same numbering, bits 16-23) whose value goes to
+ * call_event.aux: updatePod's APICacher interface's type word, zero when it is nil (the
+ * scheduler patches the status itself) and set when SchedulerAsyncAPICalls hands the PATCH to a
+ * dispatcher goroutine. */
+#define CALL_COOKIE_AUX (1ull << 10)
+#define CALL_COOKIE_AUX_REG(cookie) (((cookie) >> 16) & 0xff)
 
 /* A probed Go function was entered: the caller chain (frame pointers, PCs as runtime addresses)
  * and the namespace/name of the object it was called for. */
@@ -121,6 +127,7 @@ struct call_event {
 	__u64 goroutine; /* R14 */
 	__u64 cookie;
 	__u64 object; /* the address of the object read: the call's identity */
+	__u64 aux;    /* the register CALL_COOKIE_AUX names; 0 without it */
 	__u32 n_frames;
 	__u16 namespace_len;
 	__u16 name_len;

@@ -418,6 +418,7 @@ static void citation_json(struct jw *w, const struct citation *ci)
 	jw_str(w, "go_version", ci->go_version);
 	jw_str(w, "probe", ci->probe);
 	jw_bool(w, "gave_up", ci->giveup);
+	jw_bool(w, "patch_dispatched", ci->patch_dispatched);
 	jw_int(w, "tid", ci->tid);
 	jw_int(w, "goroutine", (long long)ci->goroutine);
 	if (ci->cited >= 0 && ci->cited < ci->n_frames) {

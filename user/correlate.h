@@ -160,6 +160,9 @@ struct citation {
 	/* The stack at the status PATCH of a pod the scheduler gave up on (its failure handler's
 	 * updatePod): an unschedulable pod's citation, never a bind's. */
 	bool giveup;
+	/* A give-up whose status PATCH updatePod handed to the API cache (SchedulerAsyncAPICalls,
+	 * 1.34+): a dispatcher goroutine sends it, the stack is the one that queued it. */
+	bool patch_dispatched;
 	/* When the POST left a dispatcher goroutine: frames[queued_at...] are the stack that
 	 * queued it, taken by thread queue_tid at queue_ns (0: one stack). */
 	int queued_at;

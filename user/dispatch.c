@@ -416,6 +416,7 @@ static void run_call(struct dispatch *d, const struct call_event *e)
 	util__copy(ci.go_version, sizeof(ci.go_version), t->go_version);
 	ci.queued = e->cookie & CALL_COOKIE_QUEUED;
 	ci.giveup = e->cookie & CALL_COOKIE_GIVEUP;
+	ci.patch_dispatched = ci.giveup && (e->cookie & CALL_COOKIE_AUX) && e->aux;
 	ci.object = e->object;
 	if (ci.queued)
 		util__copy(ci.probe, sizeof(ci.probe), targets__queue_probe);

@@ -419,8 +419,17 @@ static void md_citation_chain(FILE *out, const struct citation *ci)
 			    ci->queue_goroutine, ci->queue_tid, ci->goroutine, ci->tid,
 			    (double)(int64_t)(ci->mono_ns - ci->queue_ns) / 1e6);
 		if (citation__frame_shown(ci, i))
-			md_chain_frame(out, ci, i ? "" : ci->giveup ? "PATCH via: " : "POST: ", i);
+			md_chain_frame(out, ci,
+				       i		      ? ""
+				       : ci->patch_dispatched ? "queued at: "
+				       : ci->giveup	      ? "PATCH via: "
+							      : "POST: ",
+				       i);
 	}
+	if (ci->patch_dispatched)
+		fputs("- *PATCH*: sent by a dispatcher goroutine; updatePod queued it with the API "
+		      "cache (SchedulerAsyncAPICalls)\n",
+		      out);
 	fputc('\n', out);
 }
 

@@ -225,7 +225,8 @@ static const struct bind_probe queue_probe = { targets__queue_probe, 1 };
 
 /* Where the scheduler's failure handler patches an unschedulable pod's status:
  * updatePod(ctx, client, [apiCacher,] pod, ...). ABIInternal: ctx in RAX+RBX, client in RCX+RDI;
- * the pod follows in RSI up to 1.33, in R9 from 1.34 on (an APICacher interface comes first). */
+ * the pod follows in RSI up to 1.33, in R9 from 1.34 on (an APICacher interface comes first, in
+ * RSI+R8: its type word in RSI is read too, non-zero when the PATCH goes to a dispatcher). */
 const char targets__giveup_probe[] = "k8s.io/kubernetes/pkg/scheduler.updatePod";
 
 /* The minor release of "v1.N.x", 0 when unknown. */
@@ -273,10 +274,12 @@ static void probe_bind_call(struct targets *ts, struct target *t, const char *pa
 	t->queue_link = attach_call(ts, t, path, &queue_probe, CALL_COOKIE_QUEUED);
 	/* A release whose updatePod's arguments are not known is not probed there. */
 	if (k8s_minor(t->k8s_version)) {
-		struct bind_probe giveup = { targets__giveup_probe,
-					     k8s_minor(t->k8s_version) >= 34 ? 6 : 4 };
+		bool cacher = k8s_minor(t->k8s_version) >= 34;
+		struct bind_probe giveup = { targets__giveup_probe, cacher ? 6 : 4 };
 
-		t->giveup_link = attach_call(ts, t, path, &giveup, CALL_COOKIE_GIVEUP);
+		t->giveup_link =
+		    attach_call(ts, t, path, &giveup,
+				CALL_COOKIE_GIVEUP | (cacher ? CALL_COOKIE_AUX | (4ull << 16) : 0));
 	}
 	if (!t->call_link)
 		fprintf(

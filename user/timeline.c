@@ -63,9 +63,18 @@ static void print_citation(FILE *out, const struct citation *ci)
 				ms((int64_t)(ci->mono_ns - ci->queue_ns)), ci->goroutine, ci->tid);
 		if (!citation__frame_shown(ci, i))
 			continue;
-		print_frame(out, i ? label : ci->giveup ? "PATCH via" : "POST", &ci->frames[i]);
+		print_frame(out,
+			    i			   ? label
+			    : ci->patch_dispatched ? "queued at"
+			    : ci->giveup	   ? "PATCH via"
+						   : "POST",
+			    &ci->frames[i]);
 		label = "";
 	}
+	if (ci->patch_dispatched)
+		fprintf(out,
+			"    PATCH     by a dispatcher goroutine: updatePod queued it with the API "
+			"cache (SchedulerAsyncAPICalls)\n");
 }
 
 /* "bind #N ns/name -> node  result (code reason)  rev R  total T ms  at HH:MM:SS.us", and the

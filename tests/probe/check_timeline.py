@@ -400,6 +400,54 @@ def truth_of(pods_file):
     return truth
 
 
+def problems(b, truth):
+    """What is wrong with a bound pod's timeline: a stage missing (create stages included), out
+    of causal order, or a node or revision other than the API's (truth_of) for its name."""
+    ok, missing = complete(b)
+    why = []
+    if not ok:
+        why.append("missing " + ", ".join(f"{s} ({b['stages'][s]['missing']})"
+                                          for s in missing))
+    err = check_create(b)
+    if err:
+        why.append(err)
+    if b["result"] != "bound" or b["status_code"] != 201:
+        why.append(f"result {b['result']} {b['status_code']}")
+    node, rv, _, _ = truth.get(b["pod"]["name"], ("?", "?", "", ""))
+    if b["node"] != node:
+        why.append(f"node {b['node']!r}, the API says {node!r}")
+    if str(b["revision"]) != rv:
+        why.append(f"revision {b['revision']}, the API says resourceVersion {rv}")
+    if ok:
+        why += [f"{a} after {c}" for a, _, c, _ in out_of_order(b)]
+    why += ["raft: " + w for w in check_raft(b)]
+    return why
+
+
+def generated(path, name, pods_file, prefix):
+    """A pod created with metadata.generateName PREFIX, named NAME by the apiserver's 201 (as the
+    creating client printed it): one timeline, under that name, complete and consistent with the
+    API, its create_request (read before the name existed) included."""
+    binds = load(path)
+    truth = truth_of(pods_file)
+    if not name.startswith(prefix) or len(name) <= len(prefix):
+        fail(f"the client named the pod {name!r}: not one generated from {prefix!r}")
+    if name not in truth:
+        fail(f"the API has no pod {name!r}")
+    if len(binds) != 1:
+        fail(f"{len(binds)} timelines ({[b['pod']['name'] for b in binds]}), want 1")
+    b = binds[0]
+    if b["pod"]["name"] != name:
+        fail(f"the timeline names the pod {b['pod']['name']!r}, its 201 named it {name!r}")
+    why = problems(b, truth)
+    if why:
+        fail(f"{name}: " + "; ".join(why))
+    cr = b["stages"]["create_request"]
+    print(f"{name} (generateName {prefix!r}): complete, node {b['node']}, revision "
+          f"{b['revision']}, create_request by {cr['comm']}({cr['pid']}), create revision "
+          f"{b['create_revision']}")
+
+
 def burst(path, n, pods_file, prefix="burst"):
     """n pods PREFIX1..PREFIXn: one complete timeline each, in causal order, bound with 201 to
     the node the API shows, at the pod's resourceVersion."""
@@ -411,27 +459,9 @@ def burst(path, n, pods_file, prefix="burst"):
         names.setdefault(b["pod"]["name"], []).append(b)
     bad = []
     for b in binds:
-        name = b["pod"]["name"]
-        ok, missing = complete(b)
-        why = []
-        if not ok:
-            why.append("missing " + ", ".join(f"{s} ({b['stages'][s]['missing']})"
-                                              for s in missing))
-        err = check_create(b)
-        if err:
-            why.append(err)
-        if b["result"] != "bound" or b["status_code"] != 201:
-            why.append(f"result {b['result']} {b['status_code']}")
-        node, rv, _, _ = truth.get(name, ("?", "?", "", ""))
-        if b["node"] != node:
-            why.append(f"node {b['node']!r}, the API says {node!r}")
-        if str(b["revision"]) != rv:
-            why.append(f"revision {b['revision']}, the API says resourceVersion {rv}")
-        if ok:
-            why += [f"{a} after {c}" for a, _, c, _ in out_of_order(b)]
-        why += ["raft: " + w for w in check_raft(b)]
+        why = problems(b, truth)
         if why:
-            bad.append((name, why))
+            bad.append((b["pod"]["name"], why))
     dup = sorted(k for k, v in names.items() if len(v) > 1)
     absent = sorted(want - set(names))
     extra = sorted(set(names) - want)
@@ -477,7 +507,14 @@ def check_giveup(c, inspect_path):
     chain = c.get("chain") or []
     if not chain or not chain[-1]["function"].endswith("scheduler.updatePod"):
         fail(f"the chain does not end at updatePod: {chain[-1:]}")
-    print(f"gave up at {c['file']}:{c['line']} ({src}): {text.strip()} in {func[:70]}")
+    # With SchedulerAsyncAPICalls updatePod hands the PATCH to the API cache (a dispatcher
+    # goroutine sends it): the stack is still the failure handler's, and says so.
+    async_calls = os.environ.get("SCHEDULER_ASYNC_API_CALLS") == "1"
+    if c.get("patch_dispatched") is not async_calls:
+        fail(f"citation.patch_dispatched {c.get('patch_dispatched')!r} with async API calls "
+             f"{'on' if async_calls else 'off'}")
+    print(f"gave up at {c['file']}:{c['line']} ({src}): {text.strip()} in {func[:70]}; "
+          f"PATCH {'by a dispatcher goroutine' if async_calls else 'from updatePod itself'}")
 
 
 def unschedulable(path, name, pods_file, inspect_path=None):
@@ -548,4 +585,4 @@ def report(md_path, jsonl_path):
 
 if __name__ == "__main__":
     {"one": one, "burst": burst, "unschedulable": unschedulable,
-     "report": report}[sys.argv[1]](*sys.argv[2:])
+     "report": report, "generated": generated}[sys.argv[1]](*sys.argv[2:])
