@@ -36,6 +36,7 @@ enum body_mode {
 	BODY_MODE_PROBE,      /* head seen but :path unknown: judge the first frame, keep it all */
 	BODY_MODE_DISCARD,
 	BODY_MODE_RAFT, /* a rafthttp body: pipeline message or stream frames (half.raft) */
+	BODY_MODE_LIST, /* a JSON list: its head kept (buf), its items counted, not kept */
 };
 
 struct half {
@@ -55,6 +56,7 @@ struct half {
 	uint32_t len;
 	uint32_t cap;
 	bool truncated;
+	bool list_judged; /* BODY_MODE_WHOLE: whether it is a JSON list was decided */
 	/* the first bytes of a DATA frame while sniffing or probing */
 	uint8_t sniff[SNIFF_MAX];
 	uint32_t sniff_len;
@@ -655,6 +657,35 @@ static void choose_raft_mode(struct conn_decoder *c, struct stream *s, int dir)
 		h->mode = BODY_MODE_DISCARD;
 }
 
+/* A whole body that is a JSON list keeps its head only (k8s__json_list_head): judged on its
+ * first LIST_HEAD_MAX bytes. */
+#define LIST_HEAD_MAX 4096
+
+static void judge_list(struct half *h)
+{
+	long head;
+
+	if (h->truncated || !h->len)
+		return;
+	head = k8s__json_list_head((const char *)h->buf,
+				   h->len < LIST_HEAD_MAX ? h->len : LIST_HEAD_MAX);
+	if (head == -EAGAIN && h->len < LIST_HEAD_MAX)
+		return;
+	h->list_judged = true;
+	if (head <= 0)
+		return;
+	h->len = (uint32_t)k8s__json_list_head_close((char *)h->buf, (size_t)head);
+	h->mode = BODY_MODE_LIST;
+	if (h->cap > LIST_HEAD_MAX) {
+		uint8_t *nb = realloc(h->buf, LIST_HEAD_MAX);
+
+		if (nb) {
+			h->buf = nb;
+			h->cap = LIST_HEAD_MAX;
+		}
+	}
+}
+
 /* Appends to the half's whole-body buffer, growing it per need up to the cap. */
 static void half_append(struct half *h, const uint8_t *buf, size_t len, uint32_t cap_max)
 {
@@ -864,7 +895,8 @@ static void half_data(struct conn_decoder *c, struct stream *s, int dir, const u
 		h->mode = s->head_unknown ? BODY_MODE_SNIFF : BODY_MODE_WHOLE;
 	if (h->mode == BODY_MODE_WHOLE && s->grpc && s->grpc_streaming && !h->len && !h->truncated)
 		set_grpc_mode(s, h); /* the other half's first message showed a streaming call */
-	if (h->lost && frame_start && h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_PROBE &&
+	if (h->lost && frame_start && h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_LIST &&
+	    h->mode != BODY_MODE_PROBE &&
 	    !(h->mode == BODY_MODE_RAFT && h->raft->framing == RAFT_FRAMING_PIPELINE)) {
 		/* After lost bytes, a streamed body looks for its next message at a frame start. */
 		h->mode = BODY_MODE_SNIFF;
@@ -914,6 +946,8 @@ static void half_data(struct conn_decoder *c, struct stream *s, int dir, const u
 	switch (h->mode) {
 	case BODY_MODE_WHOLE:
 		half_append(h, buf, len, DECODE_MAX_BODY);
+		if (!s->grpc && !h->list_judged)
+			judge_list(h);
 		break;
 	case BODY_MODE_GRPC:
 		if (lp_framer__feed(&h->framer, buf, len, ts, on_grpc_frame, &x))
@@ -1020,7 +1054,7 @@ static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t
 		emit(c, m);
 		return;
 	}
-	if (h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_NONE)
+	if (h->mode != BODY_MODE_WHOLE && h->mode != BODY_MODE_NONE && h->mode != BODY_MODE_LIST)
 		return;
 	if (!h->headers && s->head_unknown && !h->len)
 		return; /* nothing seen of this message */
@@ -1032,6 +1066,8 @@ static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t
 		m->body_kind = BODY_UNDECODED;
 	else
 		decode_k8s_body(c, m, h->buf, h->len, &s->cols);
+	if (h->mode == BODY_MODE_LIST)
+		m->body_len = h->body_len; /* the head was decoded; the body is the whole list */
 	if (!m->client_known && s->request_dir < 0 && m->body_kind == BODY_K8S &&
 	    (m->body.k8s.kind == K8S_KIND_BINDING || m->body.k8s.kind == K8S_KIND_STATUS)) {
 		/* Neither side nor head known: only clients send Bindings, only servers Status. */

@@ -572,6 +572,127 @@ int k8s__decode_json(const char *buf, size_t len, struct k8s_object *o,
 	return 0;
 }
 
+/* The JSON scanning below reads structure only (strings, nesting, separators): what a list's
+ * head needs. Each returns the index after what it read, -EAGAIN when that runs past len, or
+ * -EBADMSG. */
+static size_t json_ws(const char *b, size_t i, size_t n)
+{
+	while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* b[i] is the opening '"'. */
+static long json_string_end(const char *b, size_t i, size_t n)
+{
+	for (i++; i < n; i++) {
+		if (b[i] == '\\')
+			i++;
+		else if (b[i] == '"')
+			return (long)i + 1;
+	}
+	return -EAGAIN;
+}
+
+#define JSON_SCAN_DEPTH 64
+
+static long json_value_end(const char *b, size_t i, size_t n)
+{
+	size_t start = i;
+	int depth = 0;
+
+	for (; i < n; i++) {
+		char ch = b[i];
+
+		if (ch == '"') {
+			long e = json_string_end(b, i, n);
+
+			if (e < 0 || !depth)
+				return e;
+			i = (size_t)e - 1;
+		} else if (ch == '{' || ch == '[') {
+			if (++depth > JSON_SCAN_DEPTH)
+				return -EBADMSG;
+		} else if (ch == '}' || ch == ']') {
+			if (!depth) /* ends a scalar, or nothing */
+				return i > start ? (long)i : -EBADMSG;
+			if (--depth == 0)
+				return (long)i + 1;
+		} else if (!depth &&
+			   (ch == ',' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')) {
+			return i > start ? (long)i : -EBADMSG;
+		}
+	}
+	return -EAGAIN;
+}
+
+static bool json_key_is(const char *b, size_t at, size_t end, const char *key)
+{
+	size_t n = strlen(key);
+
+	/* b[at] is the key's '"', b[end - 1] its closing one. */
+	return end - at == n + 2 && !memcmp(b + at + 1, key, n);
+}
+
+long k8s__json_list_head(const char *b, size_t n)
+{
+	bool kind_seen = false, list = false;
+	size_t i = json_ws(b, 0, n);
+	long e, v;
+
+	if (i == n)
+		return -EAGAIN;
+	if (b[i++] != '{')
+		return 0;
+	for (;;) {
+		size_t key, member = i;
+
+		i = json_ws(b, i, n);
+		if (i == n)
+			return -EAGAIN;
+		if (b[i] != '"')
+			return 0; /* the object's end, or not JSON */
+		key = i;
+		e = json_string_end(b, i, n);
+		if (e < 0)
+			return e == -EAGAIN ? -EAGAIN : 0;
+		i = json_ws(b, (size_t)e, n);
+		if (i == n)
+			return -EAGAIN;
+		if (b[i] != ':')
+			return 0;
+		if (json_key_is(b, key, (size_t)e, "items"))
+			return kind_seen && list && member > 1 ? (long)member : 0;
+		i = json_ws(b, i + 1, n);
+		if (i == n)
+			return -EAGAIN;
+		v = json_value_end(b, i, n);
+		if (v < 0)
+			return v == -EAGAIN ? -EAGAIN : 0;
+		if (json_key_is(b, key, (size_t)e, "kind")) {
+			kind_seen = true;
+			list = b[i] == '"' && (size_t)v - i >= 6 && !memcmp(b + v - 5, "List\"", 5);
+		}
+		if (kind_seen && !list)
+			return 0;
+		i = json_ws(b, (size_t)v, n);
+		if (i == n)
+			return -EAGAIN;
+		if (b[i] != ',')
+			return 0; /* ended without items */
+		i++;
+	}
+}
+
+size_t k8s__json_list_head_close(char *buf, size_t head)
+{
+	while (head && buf[head - 1] != ',')
+		head--;
+	if (head)
+		buf[head - 1] = '}';
+	return head;
+}
+
 int k8s__decode_watch_event_json(const char *buf, size_t len, struct k8s_watch_event *ev,
 				 struct k8s_table_columns *cols, k8s_row_cb on_row, void *ctx)
 {

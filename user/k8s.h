@@ -124,6 +124,18 @@ int k8s__decode_watch_event_protobuf(const uint8_t *buf, size_t len, struct k8s_
 int k8s__decode_json(const char *buf, size_t len, struct k8s_object *out,
 		     struct k8s_table_columns *columns);
 
+/* A JSON list as the apiserver writes it (kind, apiVersion, metadata, then items), told from its
+ * first bytes so that its items need neither be kept nor parsed (a LIST or a DELETE of a
+ * collection answers with thousands of objects: megabytes of body and ten times that as a parsed
+ * tree). Returns the length of its head: the top-level members before "items", the last of them
+ * followed by the ',' that k8s__json_list_head_close() turns into the object's end. 0: not a list,
+ * or one that cannot be told from its head (a "kind" not ending in "List", "items" before "kind",
+ * not a JSON object); -EAGAIN: more bytes are needed to tell. Reads at most len bytes. */
+long k8s__json_list_head(const char *buf, size_t len);
+/* Makes buf[0..head) (a head found by k8s__json_list_head) a JSON object of its own, in place:
+ * the ',' after its last member becomes '}'. Returns its new length. */
+size_t k8s__json_list_head_close(char *buf, size_t head);
+
 /* A JSON watch event {"type":..,"object":..}. A Table object yields one event per row: on_row is
  * called for each (and out holds the last); without rows, out holds the object. Returns the
  * number of events (>= 1) or -EBADMSG. */
