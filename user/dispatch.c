@@ -433,6 +433,19 @@ static void run_call(struct dispatch *d, const struct call_event *e)
 	correlator__call(d->deps.corr, ns, name, &ci);
 }
 
+/* Whether a client of the apiserver reads, or may come to read, through the peer feed: a target
+ * that does, or a process that is not one yet but runs a program of a role that does (a restarted
+ * scheduler, say, connected before it is attached). */
+static bool may_read_from_peers(struct dispatch *d, pid_t pid, const char *comm)
+{
+	const struct target *t = targets__of(d->deps.targets, pid);
+
+	if (t)
+		return t->reads_via_syscall;
+	return !strcmp(comm, process_role__name(ROLE_SCHEDULER)) ||
+	       !strcmp(comm, process_role__name(ROLE_ETCD));
+}
+
 /* Who is at the other end of a connection the apiserver accepted; traced if it can be. */
 static void run_peer(struct dispatch *d, const struct queued_peer *p)
 {
@@ -447,6 +460,8 @@ static void run_peer(struct dispatch *d, const struct queued_peer *p)
 		util__copy(cc->who.peer_comm, sizeof(cc->who.peer_comm), info.comm);
 	if (verbose)
 		print_connection(cc);
+	if (cc->who.peer_pid && !may_read_from_peers(d, cc->who.peer_pid, cc->who.peer_comm))
+		peer_feed__no_reader(d->peer_feed, &cc->who.local, &cc->who.remote);
 	watchers__consider(d->deps.watchers, cc->who.peer_pid);
 }
 

@@ -33,6 +33,7 @@ struct slot {
 	struct conn_key key;
 	enum slot_state state;
 	bool confirmed; /* its reader has read through this path */
+	bool no_reader; /* its reader is known not to (peer_feed__no_reader) */
 	struct pending *head, *tail;
 	uint64_t queued_bytes;
 	uint64_t last_ns;      /* of the last read or Write */
@@ -278,6 +279,11 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e)
 		return;
 	}
 	s->last_ns = e->hdr.ts_ns;
+	if (s->no_reader) {
+		pf->stats.no_reader++;
+		pf->stats.no_reader_bytes += e->len;
+		return;
+	}
 	/* The writer's events follow its stream offsets; one lost to ring-buffer drops (or cut
 	 * short) leaves a hole the reader's stream must show as a gap: without it the reader's
 	 * decoder took the bytes after it for the bytes it lost (a Binding read with another pod's
@@ -346,6 +352,12 @@ void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 		return;
 	s->last_ns = r->hdr.ts_ns;
 	s->confirmed = true;
+	if (s->no_reader) {
+		/* Its Writes were not kept: the reader's stream starts here, as one met mid-way. */
+		s->no_reader = false;
+		s->writer_known = false;
+		pf->stats.reader_came++;
+	}
 	if (!s->reader_conn) {
 		s->reader_conn = r->conn;
 	} else if (s->reader_conn != r->conn) {
@@ -425,6 +437,29 @@ uint64_t peer_feed__expire(struct peer_feed *pf, uint64_t now)
 	return dropped;
 }
 
+void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
+			  const struct endpoint *remote)
+{
+	struct conn_key k = { .family = local->family,
+			      .src_port = local->port,
+			      .dst_port = remote->port };
+	struct slot *s;
+
+	memcpy(k.src, local->addr, sizeof(k.src));
+	memcpy(k.dst, remote->addr, sizeof(k.dst));
+	s = slot_find(pf, &k, true);
+	if (!s || s->confirmed)
+		return;
+	s->no_reader = true;
+	while (s->head) {
+		pf->stats.no_reader++;
+		pf->stats.no_reader_bytes += s->head->e.len;
+		pf->stats.dropped_bytes -= s->head->e.len; /* not a loss: drop_head counts one */
+		drop_head(pf, s);
+	}
+	s->gap_pending = 0;
+}
+
 void peer_feed__stats(const struct peer_feed *pf, struct peer_feed_stats *out)
 {
 	*out = pf->stats;
@@ -441,9 +476,11 @@ void peer_feed__print(const struct peer_feed *pf, FILE *out)
 	    out,
 	    "bindtrace: reads from the writers: %llu read(2)s, %llu Writes delivered, %llu "
 	    "dropped unread (%llu bytes shown as gaps), %llu read by a read(2) whose record was "
-	    "lost (timed by their Write)%s\n",
+	    "lost (timed by their Write), %llu not kept for clients that do not read this way "
+	    "(%llu bytes)%s\n",
 	    (unsigned long long)x->reads, (unsigned long long)x->delivered,
 	    (unsigned long long)(x->expired + x->overflow), (unsigned long long)x->dropped_bytes,
-	    (unsigned long long)x->retimed,
+	    (unsigned long long)x->retimed, (unsigned long long)x->no_reader,
+	    (unsigned long long)x->no_reader_bytes,
 	    x->table_full ? "; connection table full: some reads not followed" : "");
 }

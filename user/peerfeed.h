@@ -75,6 +75,15 @@ void peer_feed__compare_print(const struct peer_feed *pf, FILE *out);
 
 uint64_t peer_feed__expire(struct peer_feed *pf, uint64_t now);
 
+/* The writer's connection, named by the writer's local and remote ends, is read by a process
+ * known not to read through this path (one not traced, or traced with its own Read probes: a
+ * watcher): what is queued for it is freed and nothing more is queued for it (counted in
+ * no_reader), so that the local clients nobody traces (controllers, kubelets on a test bed,
+ * kubectl) cost nothing here. A read(2) of it that shows up after all undoes this (counted in
+ * reader_came). */
+void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *writer_local,
+			  const struct endpoint *writer_remote);
+
 struct peer_feed_stats {
 	uint64_t queued;    /* Writes queued for a reader */
 	uint64_t delivered; /* ... released by its read(2)s */
@@ -85,6 +94,9 @@ struct peer_feed_stats {
 	uint64_t reads;	     /* read(2)s seen */
 	uint64_t retimed;    /* Writes read by a read(2) whose record was lost (drops) */
 	uint64_t table_full; /* connections not followed: table full */
+	uint64_t no_reader;  /* Writes not queued, or freed: their reader does not read this way */
+	uint64_t no_reader_bytes;
+	uint64_t reader_came; /* a read(2) on a connection said to have no such reader */
 };
 void peer_feed__stats(const struct peer_feed *pf, struct peer_feed_stats *out);
 /* One line of those counts to out when any read went through this path, and the comparison in

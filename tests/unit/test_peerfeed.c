@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "endpoint.h"
 #include "peerfeed.h"
 
 struct got {
@@ -226,5 +227,55 @@ int main(void)
 	CHECK_INT(g.n, 3);
 	CHECK_INT(g.offset[2], 24);
 	peer_feed__free(pf);
+
+	/* A local client known not to read this way (not traced): what was queued for it is freed,
+	 * nothing more is queued, and both are counted, not taken for losses. */
+	{
+		struct endpoint wl, wr;
+		uint8_t a[16] = { 127, 0, 0, 1 };
+		struct got h = { 0 };
+
+		pf = peer_feed__new(false);
+		endpoint__set(&wl, 2, a, 40000);
+		endpoint__set(&wr, 2, a, 2379);
+		w = write_ev(100, 1000, 0, "kept", 127);
+		peer_feed__written(pf, w);
+		free(w);
+		peer_feed__no_reader(pf, &wl, &wr);
+		for (int i = 0; i < 1000; i++) {
+			w = write_ev(200 + (uint64_t)i, 1026 + 26 * (uint32_t)i,
+				     4 + 4 * (uint64_t)i, "more", 127);
+			peer_feed__written(pf, w);
+			free(w);
+		}
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.queued, 1);
+		CHECK_INT(st.no_reader, 1001);
+		CHECK_INT(st.no_reader_bytes, 4004);
+		CHECK_INT(st.dropped_bytes, 0);
+		CHECK_INT(st.overflow + st.expired, 0);
+		/* A read(2) of it after all: what comes after is delivered again. */
+		r = read_ev(5000, 1026 + 26 * 1000, 127);
+		peer_feed__read(pf, &r, deliver, &h);
+		CHECK_INT(h.n, 0);
+		w = write_ev(6000, 1026 + 26 * 1000, 4004, "late", 127);
+		peer_feed__written(pf, w);
+		free(w);
+		r = read_ev(7000, 1026 + 26 * 1001, 127);
+		peer_feed__read(pf, &r, deliver, &h);
+		CHECK_INT(h.n, 1);
+		CHECK_INT(h.first[0], 'l');
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.reader_came, 1);
+		/* A reader that has read this way keeps its Writes whatever is said of it. */
+		peer_feed__no_reader(pf, &wl, &wr);
+		w = write_ev(8000, 1026 + 26 * 1001, 4008, "kept", 127);
+		peer_feed__written(pf, w);
+		free(w);
+		r = read_ev(9000, 1026 + 26 * 1002, 127);
+		peer_feed__read(pf, &r, deliver, &h);
+		CHECK_INT(h.n, 2);
+		peer_feed__free(pf);
+	}
 	return check_summary("peerfeed");
 }
