@@ -22,7 +22,10 @@
 #define DETECT_MIN 512
 #define SNIFF_MAX 64
 /* Released streams kept allocated for the next ones; more are freed. */
-#define STREAM_SPARES 2
+#define STREAM_SPARES 1
+/* A released stream keeps body and framing buffers up to this size for the next one: a
+ * connection's requests come one after the other, mostly small; larger ones are given back. */
+#define STREAM_KEEP_BUFFER 4096
 /* A gRPC message that runs past its DATA frame: only believed of a frame this large. */
 #define GRPC_SPLIT_FRAME_MIN 4096
 
@@ -119,7 +122,6 @@ struct conn_decoder {
 	bool hdr_has_status;
 	bool hdr_unknown;
 	uint64_t hdr_raft_to; /* X-Raft-To */
-	struct decoded_msg msg;
 	struct conn_decoder_stats stats;
 	uint64_t bytes_unhandled;	       /* no memory for the protocol layer */
 	struct raft_stream_stats raft_retired; /* of raft streams freed */
@@ -217,12 +219,12 @@ static void stream_release(struct conn_decoder *c, struct stream *s)
 	/* Keep small buffers for reuse; give back large ones. */
 	for (int d = 0; d < 2; d++) {
 		half_raft_retire(c, &s->half[d]);
-		if (s->half[d].cap > 65536) {
+		if (s->half[d].cap > STREAM_KEEP_BUFFER) {
 			free(s->half[d].buf);
 			s->half[d].buf = NULL;
 			s->half[d].cap = 0;
 		}
-		if (s->half[d].framer.cap > 65536)
+		if (s->half[d].framer.cap > STREAM_KEEP_BUFFER)
 			lp_framer__free(&s->half[d].framer);
 	}
 	/* Keep a few released streams for the next ones; free the rest. */
@@ -326,10 +328,15 @@ static bool raft_stream_endpoint(const struct stream *s)
 	return s->raft == RAFT_FRAMING_MESSAGE || s->raft == RAFT_FRAMING_MSGAPPV2;
 }
 
+/* The message being built. It lives only for the callback (decode.h), and no callback feeds a
+ * decoder (the dispatch and the replay feed them, one at a time): one per thread serves every
+ * decoder, where each connection held one (5.6 KiB: the body union's fixed-size fields). */
+static _Thread_local struct decoded_msg msg_scratch;
+
 static struct decoded_msg *msg_begin(struct conn_decoder *c, struct stream *s, int dir,
 				     enum decoded_kind kind, bool client_guess)
 {
-	struct decoded_msg *m = &c->msg;
+	struct decoded_msg *m = &msg_scratch;
 
 	memset(m, 0, offsetof(struct decoded_msg, body));
 	m->kind = kind;

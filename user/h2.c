@@ -160,11 +160,19 @@ static void rbuf_release(struct h2_dir *d)
 	d->npending = 0;
 }
 
+/* A header block buffer larger than this (a large block came) is given back once used. */
+#define H2_KEEP_BLOCK 4096u
+
 static void drop_block(struct h2_dir *d)
 {
 	d->in_block = false;
 	d->block_len = 0;
 	d->block_overflow = false;
+	if (d->block_cap > H2_KEEP_BLOCK) {
+		free(d->block);
+		d->block = NULL;
+		d->block_cap = 0;
+	}
 }
 
 /* Switches a direction to resync. The caller puts the bytes to scan into rbuf. */

@@ -75,6 +75,7 @@ static void test_scan(void)
 struct got {
 	int n;
 	struct decoded_msg m;
+	size_t after; /* what the decoder held once the exchange was over */
 };
 
 static void on_msg(const struct decoded_msg *m, void *ctx)
@@ -112,6 +113,7 @@ static size_t exchange(const char *body, size_t len, struct got *g)
 		if (h > most)
 			most = h;
 	}
+	g->after = conn_decoder__heap_bytes(dec);
 	conn_decoder__free(dec);
 	return most;
 }
@@ -150,6 +152,22 @@ static void test_decoder(void)
 	CHECK_INT(g.m.body.k8s.kind, K8S_KIND_POD);
 	CHECK_STR(g.m.body.k8s.pod.node_name, "node-a");
 	CHECK_INT(g.m.body_len, strlen(pod));
+
+	/* A large object that is not a list is held whole while it comes, decoded, and its buffer
+	 * given back once its stream is done. */
+	len = (size_t)snprintf(body, cap,
+			       "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
+			       "\"metadata\":{\"name\":\"big\"},\"data\":{\"x\":\"");
+	memset(body + len, 'a', 1u << 20);
+	len += 1u << 20;
+	len += (size_t)snprintf(body + len, cap - len, "\"}}");
+	most = exchange(body, len, &g);
+	printf("lists: a %zu-byte ConfigMap: the decoder held at most %zu bytes, %zu after\n", len,
+	       most, g.after);
+	CHECK(most > len, "held whole: %zu", most);
+	CHECK_STR(g.m.body.k8s.kind_name, "ConfigMap");
+	CHECK_STR(g.m.body.k8s.meta.name, "big");
+	CHECK(g.after < 48 * 1024, "%zu bytes held after the exchange", g.after);
 	free(body);
 }
 
