@@ -1,9 +1,11 @@
-/* A fixed-size open-addressing table of streams: no allocation per event. */
+/* An open-addressing table of streams that doubles as it fills: no allocation per event. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "streams.h"
+
+#define STREAMS_MIN_CAP 64
 
 int streams__init(struct streams *s, size_t cap)
 {
@@ -11,10 +13,11 @@ int streams__init(struct streams *s, size_t cap)
 
 	while (c < cap)
 		c <<= 1;
-	s->slots = calloc(c, sizeof(*s->slots));
+	s->max = c;
+	s->cap = c < STREAMS_MIN_CAP ? c : STREAMS_MIN_CAP;
+	s->slots = calloc(s->cap, sizeof(*s->slots));
 	if (!s->slots)
 		return -ENOMEM;
-	s->cap = c;
 	s->count = 0;
 	return 0;
 }
@@ -33,6 +36,31 @@ static size_t hash(uint32_t pid, uint64_t conn, uint8_t dir)
 	return (size_t)(h ^ (h >> 31));
 }
 
+/* Doubles the table, moving every entry to its place in the larger one. */
+static int grow(struct streams *s)
+{
+	size_t cap = s->cap * 2, mask = cap - 1, i;
+	struct stream *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < s->cap; i++) {
+		const struct stream *st = &s->slots[i];
+		size_t idx;
+
+		if (!st->used)
+			continue;
+		idx = hash(st->pid, st->conn, st->dir) & mask;
+		while (slots[idx].used)
+			idx = (idx + 1) & mask;
+		slots[idx] = *st;
+	}
+	free(s->slots);
+	s->slots = slots;
+	s->cap = cap;
+	return 0;
+}
+
 struct stream *streams__get(struct streams *s, uint32_t pid, uint64_t conn, uint8_t dir)
 {
 	size_t i, mask = s->cap - 1, idx = hash(pid, conn, dir) & mask;
@@ -41,9 +69,12 @@ struct stream *streams__get(struct streams *s, uint32_t pid, uint64_t conn, uint
 	for (i = 0; i < s->cap; i++, idx = (idx + 1) & mask) {
 		st = &s->slots[idx];
 		if (!st->used) {
-			/* Keep a quarter free so probes stay short. */
-			if (s->count + 1 > s->cap - s->cap / 4)
-				return NULL;
+			/* Keep a quarter free so probes stay short: grow, or refuse at the most. */
+			if (s->count + 1 > s->cap - s->cap / 4) {
+				if (s->cap >= s->max || grow(s))
+					return NULL;
+				return streams__get(s, pid, conn, dir);
+			}
 			st->used = 1;
 			st->pos.started = true; /* at 0 */
 			st->pid = pid;

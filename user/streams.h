@@ -25,12 +25,18 @@ struct stream {
 struct streams {
 	struct stream *slots;
 	size_t cap; /* power of two */
+	size_t max; /* what cap may grow to */
 	size_t count;
 };
 
+/* A table for at most three quarters of cap (rounded up to a power of two) streams. It starts
+ * small and doubles as it fills, so its memory follows the streams there are (a tracer's 65536
+ * connection slots were 4.5 MiB, most of it touched by a thousand connections spread over it).
+ * Growing moves the entries: a struct stream * is good until the next streams__get. */
 int streams__init(struct streams *s, size_t cap);
 void streams__free(struct streams *s);
-/* The stream of (pid, conn, dir), created on first use; NULL when the table is full. */
+/* The stream of (pid, conn, dir), created on first use (which may move the others); NULL when
+ * the table is full. */
 struct stream *streams__get(struct streams *s, uint32_t pid, uint64_t conn, uint8_t dir);
 
 /* The stream of (pid, conn, dir) if there is one. */

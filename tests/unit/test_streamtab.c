@@ -1,5 +1,6 @@
 /* The stream table: entries stay findable through any order of inserts and deletes (linear
- * probing with backward-shift deletion), against a plain array as the model. */
+ * probing with backward-shift deletion), against a plain array as the model; it starts small,
+ * doubles as it fills, keeping every entry, and refuses past three quarters of its maximum. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -52,6 +53,40 @@ int main(void)
 						 1000 + (uint64_t)k / 2, (uint8_t)(k & 1));
 		CHECK(st && st->events == (uint64_t)k + 1, "key %d at the end", k);
 	}
+	streams__free(&t);
+
+	/* Growth: a table for 65536 starts at 64 slots and doubles with its entries. */
+	CHECK_INT(streams__init(&t, 65536), 0);
+	CHECK_INT(t.cap, 64);
+	for (uint64_t k = 0; k < 1000; k++) {
+		struct stream *st = streams__get(&t, 7, 5000 + k * 977, 0);
+
+		CHECK(st && !st->events, "conn %llu fresh", (unsigned long long)k);
+		if (st)
+			st->events = k + 1;
+	}
+	CHECK_INT(t.count, 1000);
+	CHECK_INT(t.cap, 2048); /* 1000 fit in three quarters of 2048, not of 1024 */
+	for (uint64_t k = 0; k < 1000; k++) {
+		struct stream *st = streams__find(&t, 7, 5000 + k * 977, 0);
+
+		CHECK(st && st->events == k + 1, "conn %llu kept through growth",
+		      (unsigned long long)k);
+		if (st && k % 2)
+			streams__del(&t, st);
+	}
+	CHECK_INT(t.count, 500);
+	for (uint64_t k = 0; k < 1000; k++)
+		CHECK((streams__find(&t, 7, 5000 + k * 977, 0) != NULL) == !(k % 2),
+		      "conn %llu after deletes", (unsigned long long)k);
+	streams__free(&t);
+	/* The maximum: three quarters of it, then NULL. */
+	CHECK_INT(streams__init(&t, 256), 0);
+	int got = 0;
+	for (uint64_t k = 0; k < 300; k++)
+		got += streams__get(&t, 1, k, 1) != NULL;
+	CHECK_INT(got, 192);
+	CHECK_INT(t.cap, 256);
 	streams__free(&t);
 	return check_summary("streamtab");
 }
