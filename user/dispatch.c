@@ -210,6 +210,26 @@ int64_t dispatch__data(struct dispatch *d, struct dispatch_conn *cc, const struc
 	return missed;
 }
 
+/* Whether a client of the apiserver reads, or may come to read, through the peer feed: a target
+ * that does, or a process that is not one yet but runs a program of a role that does (a restarted
+ * scheduler, say, connected before it is attached). */
+static bool may_read_from_peers(struct dispatch *d, pid_t pid, const char *comm)
+{
+	const struct target *t = targets__of(d->deps.targets, pid);
+
+	if (t)
+		return t->reads_via_syscall;
+	return !strcmp(comm, process_role__name(ROLE_SCHEDULER)) ||
+	       !strcmp(comm, process_role__name(ROLE_ETCD));
+}
+
+/* A client of the apiserver that does not read through the peer feed: nothing is queued for it. */
+static void no_reader_check(struct dispatch *d, const struct dispatch_conn *cc)
+{
+	if (cc->who.peer_pid && !may_read_from_peers(d, cc->who.peer_pid, cc->who.peer_comm))
+		peer_feed__no_reader(d->peer_feed, &cc->who.local, &cc->who.remote);
+}
+
 /* A traced process's connection seen for the first time: who it is, which end is the client
  * (an accepted one's is the remote), and, for the apiserver's clients on this host, whose it is
  * (known, or queued). */
@@ -232,9 +252,14 @@ static struct dispatch_conn *conn_of(struct dispatch *d, const struct target *t,
 	if (!cc || !made)
 		return cc;
 	/* The apiserver's clients on this host, named: the watchers of a bind. */
-	peer = t->role == ROLE_APISERVER && accepted && !take_known_peer(d, &cc->who)
-		   ? queue__push(&d->peers)
-		   : NULL;
+	if (t->role != ROLE_APISERVER || !accepted) {
+		peer = NULL;
+	} else if (take_known_peer(d, &cc->who)) {
+		peer = NULL;
+		no_reader_check(d, cc);
+	} else {
+		peer = queue__push(&d->peers);
+	}
 	if (peer) {
 		peer->pid = t->proc.pid;
 		peer->conn = e->conn;
@@ -433,19 +458,6 @@ static void run_call(struct dispatch *d, const struct call_event *e)
 	correlator__call(d->deps.corr, ns, name, &ci);
 }
 
-/* Whether a client of the apiserver reads, or may come to read, through the peer feed: a target
- * that does, or a process that is not one yet but runs a program of a role that does (a restarted
- * scheduler, say, connected before it is attached). */
-static bool may_read_from_peers(struct dispatch *d, pid_t pid, const char *comm)
-{
-	const struct target *t = targets__of(d->deps.targets, pid);
-
-	if (t)
-		return t->reads_via_syscall;
-	return !strcmp(comm, process_role__name(ROLE_SCHEDULER)) ||
-	       !strcmp(comm, process_role__name(ROLE_ETCD));
-}
-
 /* Who is at the other end of a connection the apiserver accepted; traced if it can be. */
 static void run_peer(struct dispatch *d, const struct queued_peer *p)
 {
@@ -460,8 +472,7 @@ static void run_peer(struct dispatch *d, const struct queued_peer *p)
 		util__copy(cc->who.peer_comm, sizeof(cc->who.peer_comm), info.comm);
 	if (verbose)
 		print_connection(cc);
-	if (cc->who.peer_pid && !may_read_from_peers(d, cc->who.peer_pid, cc->who.peer_comm))
-		peer_feed__no_reader(d->peer_feed, &cc->who.local, &cc->who.remote);
+	no_reader_check(d, cc);
 	watchers__consider(d->deps.watchers, cc->who.peer_pid);
 }
 
