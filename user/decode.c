@@ -21,10 +21,11 @@
 #define DETECT_MAX 16384
 #define DETECT_MIN 512
 #define SNIFF_MAX 64
-/* Released streams kept allocated for the next ones; more are freed. */
-#define STREAM_SPARES 1
-/* A released stream keeps body and framing buffers up to this size for the next one: a
- * connection's requests come one after the other, mostly small; larger ones are given back. */
+/* Released streams kept allocated for the next ones; more are freed. None: an idle connection
+ * (a kubelet's, between its Lease renewals) then holds only its open streams, and a stream and
+ * its buffers cost a calloc and a free per request. */
+#define STREAM_SPARES 0
+/* What a spare stream would keep of its body and framing buffers for the next one. */
 #define STREAM_KEEP_BUFFER 4096
 /* A gRPC message that runs past its DATA frame: only believed of a frame this large. */
 #define GRPC_SPLIT_FRAME_MIN 4096

@@ -160,8 +160,9 @@ static void rbuf_release(struct h2_dir *d)
 	d->npending = 0;
 }
 
-/* A header block buffer larger than this (a large block came) is given back once used. */
-#define H2_KEEP_BLOCK 4096u
+/* A header block buffer larger than this is given back once used: none is kept, so an idle
+ * connection holds no block buffer (a malloc per header block). */
+#define H2_KEEP_BLOCK 0u
 
 static void drop_block(struct h2_dir *d)
 {
