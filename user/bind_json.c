@@ -238,6 +238,8 @@ static void add_outcome(struct jw *w, const struct bind_timeline *t)
 	jw_str(w, "result", bind_result__name(t->result));
 	if (t->served_elsewhere) /* --node: another node's apiserver served the Binding */
 		jw_bool(w, "served_elsewhere", true);
+	if (t->raft_only) /* ... and this node saw only its etcd member's raft entry */
+		jw_bool(w, "raft_only", true);
 	jw_int(w, "status_code", t->status_code);
 	jw_str(w, "status_reason", t->status_reason);
 	if (t->status_message[0]) /* an unschedulable pod's: the scheduler's message */
@@ -497,6 +499,12 @@ static void raft_json(struct jw *w, const struct bind_view *v)
 	stage_json(w, "raft_quorum_fsync", &r->quorum_fsync, v->wall_offset_ns);
 	stage_json(w, "raft_committed", &r->committed, v->wall_offset_ns);
 	stage_json(w, "raft_applied", &r->applied, v->wall_offset_ns);
+	if (r->local) { /* seen from this node's member alone: its own part */
+		raft_id_json(w, "local_member", r->local_id);
+		stage_json(w, "raft_member_had", &r->local_had, v->wall_offset_ns);
+		stage_json(w, "raft_member_acked", &r->local_acked, v->wall_offset_ns);
+		stage_json(w, "raft_member_fsync", &r->local_fsync, v->wall_offset_ns);
+	}
 	/* quorum before members, as before: the ids of the members in the quorum. */
 	jw_open(w, "quorum", '[');
 	for (k = 0; k < r->n_members; k++)

@@ -25,6 +25,9 @@ enum stage_point {
 #define AT_RAFT_QUORUM_FSYNC (STAGE_MAX + 4)
 #define AT_RAFT_COMMITTED (STAGE_MAX + 5)
 #define AT_RAFT_APPLIED (STAGE_MAX + 6)
+#define AT_RAFT_LOCAL_HAD (STAGE_MAX + 7)
+#define AT_RAFT_LOCAL_ACKED (STAGE_MAX + 8)
+#define AT_RAFT_LOCAL_FSYNC (STAGE_MAX + 9)
 
 struct leg_def {
 	const char *name;
@@ -83,6 +86,18 @@ static const struct leg_def legs[LEG_MAX] = {
 				       "leader commits -> answering member read the commit index",
 				       AT_RAFT_COMMITTED, AT_RAFT_APPLIED, AT_TIME, AT_TIME,
 				       ROLE_ETCD, ROLE_ETCD },
+	/* One member's own part, seen by the tracer on its node when the Txn went to another
+	 * node's member (correlate.h, bind_raft.local_*): a follower from its read of the MsgApp
+	 * to its MsgAppResp, the leader from its read of the MsgProp to the end of its WAL fsync
+	 * (its own acknowledgement); and that fsync. */
+	[LEG_RAFT_MEMBER_APPEND] = { "member_append",
+				     "this node's member had the entry -> acknowledged it",
+				     AT_RAFT_LOCAL_HAD, AT_RAFT_LOCAL_ACKED, AT_TIME, AT_TIME,
+				     ROLE_ETCD, ROLE_ETCD },
+	[LEG_RAFT_MEMBER_FSYNC] = { "member_wal_fsync",
+				    "the WAL fdatasync of this node's member holding the entry",
+				    AT_RAFT_LOCAL_FSYNC, AT_RAFT_LOCAL_FSYNC, AT_FIRST, AT_LAST,
+				    ROLE_ETCD, ROLE_ETCD },
 	/* From the end of the WAL fsync, when the write is durable: etcd sends its watch event and
 	 * its TxnResponse each on its own once the entry is applied, and the watch event can reach
 	 * the apiserver before etcd has written its answer (bind_full's full-2, by 1.7 ms), where
@@ -127,11 +142,13 @@ bool leg__per_watcher(enum leg_id leg)
 
 bool leg__raft(enum leg_id leg)
 {
-	return leg >= LEG_RAFT_PROPOSE && leg <= LEG_RAFT_COMMIT_TO_APPLY;
+	return leg >= LEG_RAFT_PROPOSE && leg <= LEG_RAFT_MEMBER_FSYNC;
 }
 
 bool leg__applies(const struct bind_timeline *t, enum leg_id leg)
 {
+	if (leg == LEG_RAFT_MEMBER_APPEND || leg == LEG_RAFT_MEMBER_FSYNC)
+		return t->raft.local;
 	return !leg__raft(leg) || t->raft.expected;
 }
 
@@ -173,6 +190,12 @@ static const struct stage *end_stage(const struct bind_timeline *t, int at, int 
 		return &t->raft.committed;
 	case AT_RAFT_APPLIED:
 		return &t->raft.applied;
+	case AT_RAFT_LOCAL_HAD:
+		return &t->raft.local_had;
+	case AT_RAFT_LOCAL_ACKED:
+		return &t->raft.local_acked;
+	case AT_RAFT_LOCAL_FSYNC:
+		return &t->raft.local_fsync;
 	}
 	return &t->stages[at];
 }
@@ -194,6 +217,12 @@ static const char *end_name(int at)
 		return "raft_committed";
 	case AT_RAFT_APPLIED:
 		return "raft_applied";
+	case AT_RAFT_LOCAL_HAD:
+		return "raft_member_had";
+	case AT_RAFT_LOCAL_ACKED:
+		return "raft_member_acked";
+	case AT_RAFT_LOCAL_FSYNC:
+		return "raft_member_fsync";
 	}
 	return stage__name((enum stage_id)at);
 }
@@ -263,8 +292,11 @@ bool bind_leg__follows(const struct bind_leg *a, const struct bind_leg *b)
 		return b->from == a->from && b->leg != LEG_WAL_FSYNC;
 	if (a->leg == LEG_ETCD_COMMIT && b->leg == LEG_WAL_FSYNC)
 		return true;
-	if (a->leg == LEG_WAL_FSYNC || a->leg == LEG_RAFT_QUORUM_FSYNC)
+	if (a->leg == LEG_WAL_FSYNC || a->leg == LEG_RAFT_QUORUM_FSYNC ||
+	    a->leg == LEG_RAFT_MEMBER_FSYNC)
 		return false;
+	if (b->leg == LEG_RAFT_MEMBER_FSYNC)
+		return a->leg == LEG_RAFT_MEMBER_APPEND;
 	if (b->leg == LEG_RAFT_QUORUM_FSYNC)
 		return a->leg == LEG_RAFT_REPLICATE;
 	return b->from == a->to && b->leg != LEG_WAL_FSYNC;

@@ -45,6 +45,10 @@ enum leg_id {
 	LEG_RAFT_REPLICATE,	  /* the leader sends the entry -> a quorum has acknowledged it */
 	LEG_RAFT_QUORUM_FSYNC,	  /* the WAL fsync that completed the quorum */
 	LEG_RAFT_COMMIT_TO_APPLY, /* the leader commits -> the answering member knows */
+	/* This node's member's own part, where the Txn went to another node's member (only for a
+	 * bind whose raft.local: one tracer per node): */
+	LEG_RAFT_MEMBER_APPEND, /* it had the entry -> it acknowledged it */
+	LEG_RAFT_MEMBER_FSYNC,	/* its WAL fsync of the entry */
 	LEG_ETCD_TO_WATCH,
 	LEG_APISERVER_RESPOND,
 	LEG_APISERVER_TO_SCHEDULER,
@@ -60,7 +64,8 @@ const char *leg__description(enum leg_id leg);
 /* A leg measured once per watcher (fanout, delivery). */
 bool leg__per_watcher(enum leg_id leg);
 /* A raft leg: a bind has it only when its raft is expected (several members in sight); outputs
- * leave it out otherwise, so a single member's output is as it was. */
+ * leave it out otherwise, so a single member's output is as it was. The member legs only when
+ * the bind's raft is seen from this node's member alone (raft.local). */
 bool leg__raft(enum leg_id leg);
 /* Whether bind t has leg `leg` at all (seen or not): not a raft leg where no raft is expected. */
 bool leg__applies(const struct bind_timeline *t, enum leg_id leg);

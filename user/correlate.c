@@ -42,6 +42,11 @@
 #define MAX_RAFT_OBS 16384 /* raft observations: a bind's entry, acks, commit indexes */
 #define MAX_RAFT_LINKS 64  /* (pid, conn, direction): the last ack and commit index kept */
 #define MAX_RAFT_PIDS 16   /* etcd processes and the member ids they speak as */
+#define MAX_RAFT_KEYS 8192 /* pod keys and whether their last raft entry had them bound */
+#define RAFT_KEY_PROBE 8   /* slots a key may take from its hash's (the oldest is reused) */
+/* A bind seen only as its raft entry closes this long after the entry (and the linger): the
+ * member's fsync, its MsgAppResp and the commit index come after it, under load 100s of ms. */
+#define RAFT_ONLY_WAIT_NS 2000000000ull
 
 enum obs_kind {
 	OBS_NONE = 0,
@@ -178,6 +183,17 @@ struct raft_obs {
 	uint64_t request_id;
 	uint64_t key_hash; /* ROBS_PROP/APP: of the pod key */
 	int64_t compare_rev;
+	bool binds; /* ROBS_PROP/APP: the entry that set the pod's nodeName (struct raft_key) */
+};
+
+/* A pod key as the raft entries have written it: created (or last written) with nodeName "",
+ * then the first entry that sets it, the bind, named by its header.ID (the leader's MsgApp to
+ * each follower carries it again). */
+struct raft_key {
+	uint64_t hash;		  /* 0: free */
+	uint64_t bind_request_id; /* 0: not bound since the key was seen unbound */
+	bool unbound;
+	uint64_t used_ns;
 };
 
 struct raft_link {
@@ -239,6 +255,10 @@ struct correlator {
 	int n_raft_pids;
 	uint64_t raft_ids[BIND_RAFT_MEMBERS]; /* every member id seen */
 	int n_raft_ids;
+	struct raft_key *raft_keys; /* MAX_RAFT_KEYS, made at the first pod entry */
+	/* The leader as heartbeats name it (the message stream carries from and to; msgappv2's
+	 * AppEntries frames do not): for a member that sees only its own MsgApps. */
+	uint64_t raft_hb_leader, raft_hb_term;
 };
 
 static const char *const stage_names[STAGE_MAX] = {
@@ -409,6 +429,7 @@ void correlator__free(struct correlator *c)
 	free(c->by_link.slot);
 	strpool__free(c->strs);
 	free(c->robs);
+	free(c->raft_keys);
 	free(c->binds);
 	free(c->pending);
 	free(c);
@@ -1251,10 +1272,95 @@ static struct raft_obs *robs_add(struct correlator *c, enum raft_obs_kind kind,
 	return o;
 }
 
+/* The key's slot: its own, else a free one, else the least recently used of its probe window
+ * (a key pushed out while unbound is counted: its bind will not be known from raft alone). */
+static struct raft_key *raft_key_slot(struct correlator *c, uint64_t hash)
+{
+	struct raft_key *k, *victim = NULL;
+	int i;
+
+	if (!c->raft_keys) {
+		c->raft_keys = calloc(MAX_RAFT_KEYS, sizeof(*c->raft_keys));
+		if (!c->raft_keys)
+			return NULL;
+	}
+	for (i = 0; i < RAFT_KEY_PROBE; i++) {
+		k = &c->raft_keys[(hash + (uint64_t)i) % MAX_RAFT_KEYS];
+		if (k->hash == hash)
+			return k;
+		if (!victim || (victim->hash && (!k->hash || k->used_ns < victim->used_ns)))
+			victim = k;
+	}
+	if (victim->hash && victim->unbound)
+		c->stats.raft_keys_pushed_out++;
+	memset(victim, 0, sizeof(*victim));
+	victim->hash = hash;
+	return victim;
+}
+
+/* Whether the pod entry o (of txn) is its bind: the first entry setting nodeName after one that
+ * had it empty, or a repeat of that entry (*first false). A key not seen unbound before is not
+ * taken for a bind: a later write of a bound pod would look the same. */
+static bool raft_key_note(struct correlator *c, const struct raft_obs *o,
+			  const struct etcd_txn *txn, uint64_t now, bool *first)
+{
+	struct raft_key *k;
+
+	*first = false;
+	if (txn->put.value.kind != K8S_KIND_POD || !o->request_id)
+		return false;
+	k = raft_key_slot(c, o->key_hash);
+	if (!k)
+		return false;
+	k->used_ns = now;
+	if (!txn->put.value.pod.node_name[0]) {
+		k->unbound = true;
+		k->bind_request_id = 0;
+		return false;
+	}
+	if (k->bind_request_id)
+		return k->bind_request_id == o->request_id;
+	if (!k->unbound)
+		return false;
+	k->unbound = false;
+	k->bind_request_id = o->request_id;
+	*first = true;
+	return true;
+}
+
+/* A bind on a node with no apiserver traced: its raft entry is all there is of it here. The
+ * trace is the pod's (its UID is in the entry's value), so this member's part joins the spans of
+ * the tracers that saw the rest. */
+static void raft_only_bind(struct correlator *c, const struct decoded_msg *msg,
+			   const struct raft_entry *e)
+{
+	const struct etcd_txn *txn = &e->req.txn;
+	const char *rest = txn->put.key + 15, *slash = strchr(rest, '/');
+	char ns[BIND_NS_MAX], name[BIND_NAME_MAX];
+	struct open_bind *b;
+
+	if (!slash || (size_t)(slash - rest) >= sizeof(ns))
+		return;
+	memcpy(ns, rest, (size_t)(slash - rest));
+	ns[slash - rest] = 0;
+	util__copy(name, sizeof(name), slash + 1);
+	b = bind_for(c, ns, name, msg->ts_first_ns, true);
+	if (!b)
+		return;
+	b->t.served_elsewhere = true;
+	b->t.raft_only = true;
+	b->t.raft_request_id = e->request_id;
+	util__copy(b->t.node, sizeof(b->t.node), txn->put.value.pod.node_name);
+	util__copy(b->t.uid, sizeof(b->t.uid), txn->put.value.meta.uid);
+	b->responded = true;
+	b->responded_ns = msg->ts_last_ns;
+	b->close_after_ns = msg->ts_last_ns + c->opt.linger_ns + RAFT_ONLY_WAIT_NS;
+}
+
 static void on_raft(struct correlator *c, const struct actor *who, const struct decoded_msg *msg)
 {
 	const struct raft_message *m = msg->body.raft;
-	bool sent = msg->dir == CONN_DIR_OUT;
+	bool sent = msg->dir == CONN_DIR_OUT, first;
 	uint64_t self;
 	struct raft_obs *o;
 	struct raft_link *l;
@@ -1282,7 +1388,15 @@ static void on_raft(struct correlator *c, const struct actor *who, const struct 
 			o->request_id = e->request_id;
 			o->key_hash = key_hash(txn->put.key);
 			o->compare_rev = txn->compare_revision;
+			o->binds = raft_key_note(c, o, txn, msg->ts_last_ns, &first);
+			if (first && c->opt.node_scope && !c->opt.have_apiserver)
+				raft_only_bind(c, msg, e);
 		}
+	}
+	if (m->type == RAFT_MSG_HEARTBEAT && m->ids_known && m->from && !sent &&
+	    m->term >= c->raft_hb_term) {
+		c->raft_hb_leader = m->from;
+		c->raft_hb_term = m->term;
 	}
 	if (m->type == RAFT_MSG_APP_RESP && !m->reject) {
 		l = raft_link(c, who, sent, msg->ts_last_ns);
@@ -1733,6 +1847,18 @@ static void raft_appends(struct correlator *c, struct bind_raft *r, pid_t leader
 		if (!p->pid) {
 			snprintf(why, sizeof(why), "member %s is not traced", id);
 			raft_stage_missing(&p->appended, why);
+			/* Its acknowledgement as the leader read it still counts. */
+			for_each_robs(c, o, i)
+			{
+				if (o->kind == ROBS_APP_RESP && !o->sent && leader_pid &&
+				    o->who.pid == leader_pid && o->from == p->id &&
+				    o->index >= r->index && app_sent &&
+				    o->first_ns >= app_sent->first_ns) {
+					p->ack_received_ns = p->ack_ns = o->last_ns;
+					break;
+				}
+			}
+			continue;
 		} else if (p->leader) {
 			/* The first to start after it had the proposal: a Ready holds every
 			 * entry appended before it, and a Save starts after its Ready. Not after
@@ -1837,13 +1963,251 @@ static void raft_quorum(struct bind_raft *r, const struct raft_obs *app_sent)
 		raft_stage_missing(&r->quorum_fsync, last->appended.missing);
 }
 
-static void resolve_raft(struct correlator *c, struct bind_timeline *t)
+static void raft_leader_change(struct bind_raft *r, const struct raft_obs *app_other,
+			       const struct raft_obs *prop_sent)
+{
+	char a[24], b[24];
+
+	if (app_other) {
+		r->leader_changed = true;
+		raft_hex(a, sizeof(a), app_other->from);
+		raft_hex(b, sizeof(b), r->leader);
+		snprintf(r->change, sizeof(r->change),
+			 "leader change: appended at index %" PRIu64 " term %" PRIu64
+			 " by %s, then at index %" PRIu64 " term %" PRIu64 " by %s",
+			 app_other->index, app_other->term, a, r->index, r->term, b);
+	} else if (prop_sent && r->leader && prop_sent->to && prop_sent->to != r->leader) {
+		r->leader_changed = true;
+		raft_hex(a, sizeof(a), prop_sent->to);
+		raft_hex(b, sizeof(b), r->leader);
+		snprintf(r->change, sizeof(r->change),
+			 "leader change: proposed to %s, appended by %s at term %" PRIu64, a, b,
+			 r->term);
+	}
+}
+
+/* A stage of a member not traced on this node: said so, and not counted (raft_missing). */
+static void raft_not_here(struct bind_raft *r, struct stage *st, unsigned bit, const char *what,
+			  uint64_t member, const char *node)
+{
+	char id[24];
+
+	if (st->seen)
+		return;
+	raft_hex(id, sizeof(id), member);
+	snprintf(st->missing, sizeof(st->missing), "%s (member %s) is not on this node%s%.64s",
+		 what, id, node && node[0] ? " " : "", node ? node : "");
+	r->not_here |= bit;
+}
+
+/* The member the client called: header.ID's top 16 bits are its id's low 16. */
+static uint64_t raft_answering(const struct correlator *c, uint64_t request_id)
+{
+	for (int k = 0; k < c->n_raft_ids; k++)
+		if ((c->raft_ids[k] & 0xffff) == request_id >> 48)
+			return c->raft_ids[k];
+	return 0;
+}
+
+/* A bind whose Txn went to another node's member (served elsewhere, or seen only as its raft
+ * entry): this node's member's own part, found by the pod's bind entry (struct raft_key). */
+static void resolve_raft_local(struct correlator *c, struct bind_timeline *t)
+{
+	struct bind_raft *r = &t->raft;
+	const struct stage *ev = &t->stages[STAGE_ETCD_WATCH_EVENT];
+	const struct raft_obs *entry = NULL, *prop_sent = NULL, *prop_recv = NULL, *app_sent = NULL,
+			      *app_first = NULL, *app_other = NULL, *app_recv = NULL, *ack = NULL;
+	struct raft_member_part *self = NULL;
+	const char *node = c->opt.node;
+	char key[KEY_MAX];
+	struct raft_obs *o;
+	uint64_t i, hash;
+	pid_t pid, leader_pid = 0;
+	int k;
+
+	if (c->n_raft_ids < 2 || !c->n_raft_pids)
+		return; /* no member traced here, or no peers in sight */
+	pod_key(key, sizeof(key), t->namespace_, t->name);
+	hash = key_hash(key);
+	for_each_robs(c, o, i)
+	{
+		if ((o->kind != ROBS_PROP && o->kind != ROBS_APP) || !o->binds ||
+		    o->key_hash != hash)
+			continue;
+		if (t->raft_only ? o->request_id == t->raft_request_id
+				 : !ev->seen || o->first_ns <= ev->mono_ns)
+			entry = o;
+		if (t->raft_only)
+			break;
+	}
+	r->expected = true;
+	r->local = true;
+	r->voters = c->n_raft_ids;
+	r->quorum = r->voters / 2 + 1;
+	if (!entry) {
+		const char *why = t->raft_only
+				      ? "raft observations of this bind were pushed out of "
+					"the bounded ring before it closed"
+				      : "this node's member's bind entry was not seen";
+
+		if (t->raft_only)
+			c->stats.raft_pushed_out++;
+		r->local_id = c->raft_pids[0].id;
+		raft_members(c, r);
+		raft_stage_missing(&r->local_had, why);
+		raft_stage_missing(&r->local_acked, why);
+		raft_stage_missing(&r->local_fsync, why);
+		raft_not_here(r, &r->proposed, RAFT_NOT_HERE_PROPOSED, "the leader", 0, node);
+		raft_not_here(r, &r->appended, RAFT_NOT_HERE_APPENDED, "the leader", 0, node);
+		raft_not_here(r, &r->quorum_fsync, RAFT_NOT_HERE_QUORUM_FSYNC, "the quorum", 0,
+			      node);
+		raft_not_here(r, &r->committed, RAFT_NOT_HERE_COMMITTED, "the leader", 0, node);
+		raft_not_here(r, &r->applied, RAFT_NOT_HERE_APPLIED, "the answering member", 0,
+			      node);
+		return;
+	}
+	pid = entry->who.pid;
+	r->seen = true;
+	r->request_id = entry->request_id;
+	r->local_id = raft_member_of(c, pid);
+	r->answering = raft_answering(c, r->request_id);
+	for_each_robs(c, o, i)
+	{
+		if (o->request_id != r->request_id || o->key_hash != hash)
+			continue;
+		if (o->kind == ROBS_PROP) {
+			if (o->sent && !prop_sent)
+				prop_sent = o;
+			if (!o->sent && !prop_recv)
+				prop_recv = o;
+		} else if (o->kind == ROBS_APP && (!app_first || o->term > app_first->term)) {
+			app_first = o;
+		}
+	}
+	if (app_first) {
+		r->term = app_first->term;
+		r->index = app_first->index;
+		for_each_robs(c, o, i)
+		{
+			if (o->kind != ROBS_APP || o->request_id != r->request_id)
+				continue;
+			if (o->term != r->term) {
+				if (!app_other)
+					app_other = o;
+			} else if (o->sent && !app_sent) {
+				app_sent = o;
+			} else if (!o->sent && !app_recv) {
+				app_recv = o;
+			}
+		}
+	}
+	/* The leader: this member when it sent the entry (or read its proposal); else the sender
+	 * of the MsgApp it read, or, where the frame did not say, the heartbeats' sender. */
+	if (app_sent || (prop_recv && !app_recv))
+		r->leader = r->local_id;
+	else if (app_recv)
+		r->leader = app_recv->from ? app_recv->from : c->raft_hb_leader;
+	leader_pid = r->leader == r->local_id ? pid : 0;
+	raft_members(c, r);
+	raft_leader_change(r, app_other, prop_sent);
+	for (k = 0; k < r->n_members; k++)
+		if (r->members[k].id == r->local_id)
+			self = &r->members[k];
+	if (r->answering == r->leader)
+		raft_stage_missing(&r->proposed,
+				   "the answering member was the leader: nothing forwarded");
+	else if (prop_recv && leader_pid)
+		set_stage(&r->proposed, &prop_recv->who, prop_recv->last_ns, prop_recv->first_ns,
+			  prop_recv->last_ns, 0);
+	else if (leader_pid)
+		raft_stage_missing(&r->proposed, "the leader's read of the MsgProp was not seen");
+	if (app_first) {
+		raft_appends(c, r, leader_pid, app_sent,
+			     prop_recv && leader_pid ? prop_recv->last_ns : 0);
+		raft_quorum(r, app_sent);
+	} else {
+		raft_stage_missing(&r->appended, "no MsgApp of the entry seen");
+		raft_stage_missing(&r->committed, "no MsgApp of the entry seen");
+		raft_stage_missing(&r->quorum_fsync, "no MsgApp of the entry seen");
+		if (self)
+			raft_stage_missing(&self->appended, "no MsgApp of the entry seen");
+	}
+	for_each_robs(c, o, i)
+	{
+		if (leader_pid && r->committed.seen && o->kind == ROBS_COMMIT && o->sent &&
+		    o->who.pid == leader_pid && o->index >= r->index &&
+		    o->first_ns >= r->committed.mono_ns) {
+			r->committed.last_ns = o->first_ns;
+			r->committed.who = o->who;
+			break;
+		}
+	}
+	/* This member's own part. */
+	if (self && self->appended.seen)
+		r->local_fsync = self->appended;
+	else
+		raft_stage_missing(&r->local_fsync, self ? self->appended.missing
+							 : "this node's member id is not known");
+	if (leader_pid) {
+		const struct raft_obs *had = prop_recv ? prop_recv : app_sent;
+
+		if (had)
+			set_stage(&r->local_had, &had->who,
+				  prop_recv ? had->last_ns : had->first_ns, had->first_ns,
+				  had->last_ns, 0);
+		else
+			raft_stage_missing(&r->local_had, "the entry's MsgProp was not seen");
+		if (r->local_fsync.seen)
+			set_stage(&r->local_acked, &r->local_fsync.who, r->local_fsync.last_ns,
+				  r->local_fsync.last_ns, r->local_fsync.last_ns, 0);
+		else
+			raft_stage_missing(&r->local_acked, r->local_fsync.missing);
+	} else {
+		if (app_recv && app_recv->term == r->term)
+			set_stage(&r->local_had, &app_recv->who, app_recv->last_ns,
+				  app_recv->first_ns, app_recv->last_ns, 0);
+		else
+			raft_stage_missing(&r->local_had, "its read of the MsgApp was not seen");
+		for_each_robs(c, o, i)
+		{
+			if (r->local_had.seen && o->kind == ROBS_APP_RESP && o->sent &&
+			    o->who.pid == pid && o->index >= r->index &&
+			    o->first_ns >= r->local_had.mono_ns) {
+				ack = o;
+				break;
+			}
+		}
+		if (ack)
+			set_stage(&r->local_acked, &ack->who, ack->first_ns, ack->first_ns,
+				  ack->last_ns, 0);
+		else
+			raft_stage_missing(&r->local_acked, "its MsgAppResp was not seen");
+	}
+	/* What only other nodes' members saw. */
+	if (!leader_pid) {
+		raft_not_here(r, &r->proposed, RAFT_NOT_HERE_PROPOSED, "the leader", r->leader,
+			      node);
+		raft_not_here(r, &r->committed, RAFT_NOT_HERE_COMMITTED, "the leader", r->leader,
+			      node);
+	}
+	raft_not_here(r, &r->appended, RAFT_NOT_HERE_APPENDED, "a member of the quorum", 0, node);
+	if (!r->quorum_fsync.seen)
+		raft_not_here(r, &r->quorum_fsync, RAFT_NOT_HERE_QUORUM_FSYNC,
+			      "the member that completed the quorum", 0, node);
+	if (r->answering != r->local_id)
+		raft_not_here(r, &r->applied, RAFT_NOT_HERE_APPLIED, "the answering member",
+			      r->answering, node);
+	else
+		raft_stage_missing(&r->applied, "the Txn's read was not seen on this node");
+}
+
+static void resolve_raft_full(struct correlator *c, struct bind_timeline *t)
 {
 	struct bind_raft *r = &t->raft;
 	const struct stage *in = &t->stages[STAGE_ETCD_TXN_RECEIVED];
 	const struct raft_obs *entry, *prop_sent = NULL, *prop_recv = NULL, *app_sent = NULL,
 				      *app_first = NULL, *app_other = NULL;
-	char key[KEY_MAX], a[24], b[24];
+	char key[KEY_MAX];
 	struct raft_obs *o;
 	uint64_t i, hash, had_ns;
 	pid_t leader_pid = 0;
@@ -1851,6 +2215,10 @@ static void resolve_raft(struct correlator *c, struct bind_timeline *t)
 	int64_t rev = 0;
 
 	memset(r, 0, sizeof(*r));
+	if (t->served_elsewhere && !in->seen && t->result == BIND_RESULT_BOUND) {
+		resolve_raft_local(c, t);
+		return;
+	}
 	if (!in->seen || t->result != BIND_RESULT_BOUND)
 		return;
 	r->answering = raft_member_of(c, in->who.pid);
@@ -1918,25 +2286,12 @@ static void resolve_raft(struct correlator *c, struct bind_timeline *t)
 				app_sent = o;
 		}
 		r->leader = app_sent ? raft_member_of(c, app_sent->who.pid) : app_first->from;
+		if (!r->leader) /* an AppEntries frame met mid-stream: no ids */
+			r->leader = c->raft_hb_leader;
 		leader_pid = app_sent ? app_sent->who.pid : raft_pid_of(c, r->leader);
 	}
 	raft_members(c, r);
-	if (app_other) {
-		r->leader_changed = true;
-		raft_hex(a, sizeof(a), app_other->from);
-		raft_hex(b, sizeof(b), r->leader);
-		snprintf(r->change, sizeof(r->change),
-			 "leader change: appended at index %" PRIu64 " term %" PRIu64
-			 " by %s, then at index %" PRIu64 " term %" PRIu64 " by %s",
-			 app_other->index, app_other->term, a, r->index, r->term, b);
-	} else if (prop_sent && r->leader && prop_sent->to && prop_sent->to != r->leader) {
-		r->leader_changed = true;
-		raft_hex(a, sizeof(a), prop_sent->to);
-		raft_hex(b, sizeof(b), r->leader);
-		snprintf(r->change, sizeof(r->change),
-			 "leader change: proposed to %s, appended by %s at term %" PRIu64, a, b,
-			 r->term);
-	}
+	raft_leader_change(r, app_other, prop_sent);
 
 	/* raft_proposed: the follower's MsgProp, read by the leader. */
 	if (r->answering == r->leader)
@@ -1998,6 +2353,40 @@ static void resolve_raft(struct correlator *c, struct bind_timeline *t)
 				   "the answering member's read of the commit index was not seen");
 }
 
+static pid_t raft_leader_pid(const struct correlator *c, const struct bind_raft *r)
+{
+	return r->leader ? raft_pid_of(c, r->leader) : 0;
+}
+
+/* With one tracer per node (node_scope), a stage that only a member not traced here could see
+ * is said to be elsewhere and not counted: the leader's (proposed, committed), the quorum's
+ * (appended, quorum_fsync, when one of its members is not traced here). */
+static void resolve_raft(struct correlator *c, struct bind_timeline *t)
+{
+	struct bind_raft *r = &t->raft;
+	bool all_traced = true;
+	int k;
+
+	resolve_raft_full(c, t);
+	if (!r->expected || r->local || !c->opt.node_scope || !r->seen)
+		return;
+	for (k = 0; k < r->n_members; k++)
+		all_traced &= r->members[k].pid != 0;
+	if (!raft_leader_pid(c, r)) {
+		raft_not_here(r, &r->proposed, RAFT_NOT_HERE_PROPOSED, "the leader", r->leader,
+			      c->opt.node);
+		raft_not_here(r, &r->committed, RAFT_NOT_HERE_COMMITTED, "the leader", r->leader,
+			      c->opt.node);
+		/* Applied is the answering member's read of the leader's commit: here. */
+	}
+	if (!all_traced) {
+		raft_not_here(r, &r->appended, RAFT_NOT_HERE_APPENDED, "a member of the quorum", 0,
+			      c->opt.node);
+		raft_not_here(r, &r->quorum_fsync, RAFT_NOT_HERE_QUORUM_FSYNC,
+			      "the member that completed the quorum", 0, c->opt.node);
+	}
+}
+
 /* The raft stages that count in t->missing: when raft is expected, each not seen (raft_proposed
  * only when a follower answered; a member's append only when it is traced). */
 static int raft_missing(const struct bind_timeline *t)
@@ -2007,8 +2396,18 @@ static int raft_missing(const struct bind_timeline *t)
 
 	if (!r->expected)
 		return 0;
-	n += !r->appended.seen + !r->committed.seen + !r->applied.seen;
-	if (!r->proposed.seen && !(r->seen && r->answering == r->leader))
+	if (r->local) {
+		/* This member's part; and what the leader counts when it is the leader. */
+		n += !r->local_had.seen + !r->local_acked.seen + !r->local_fsync.seen;
+		if (!(r->not_here & RAFT_NOT_HERE_COMMITTED))
+			n += !r->committed.seen;
+		return n;
+	}
+	n += !r->appended.seen && !(r->not_here & RAFT_NOT_HERE_APPENDED);
+	n += !r->committed.seen && !(r->not_here & RAFT_NOT_HERE_COMMITTED);
+	n += !r->applied.seen && !(r->not_here & RAFT_NOT_HERE_APPLIED);
+	if (!r->proposed.seen && !(r->seen && r->answering == r->leader) &&
+	    !(r->not_here & RAFT_NOT_HERE_PROPOSED))
 		n++;
 	for (k = 0; k < r->n_members; k++)
 		if (r->members[k].pid && !r->members[k].appended.seen)
@@ -2260,7 +2659,14 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 				 "read without its method and path: its HTTP/2 header state was "
 				 "lost with bytes lost or dropped (%s)",
 				 drop ? "ring buffer drops" : "capture gap");
-		if (t->served_elsewhere && !stage__before_bind(s)) {
+		if (t->raft_only) {
+			snprintf(off_node, sizeof(off_node),
+				 "served by another node's apiserver: no apiserver traced on "
+				 "this node%s%.64s, only its etcd member's raft entry of the write",
+				 c->opt.node && c->opt.node[0] ? " " : "",
+				 c->opt.node ? c->opt.node : "");
+			why = off_node;
+		} else if (t->served_elsewhere && !stage__before_bind(s)) {
 			snprintf(off_node, sizeof(off_node),
 				 "served by another node's apiserver: seen by the tracer on that "
 				 "node%s%.64s",
@@ -2313,8 +2719,8 @@ bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s)
 {
 	bool etcd_stage = s >= STAGE_ETCD_TXN_SENT && s <= STAGE_ETCD_WATCH_EVENT;
 
-	if (t->served_elsewhere)
-		return s == STAGE_ETCD_WATCH_EVENT;
+	if (t->served_elsewhere) /* raft_only: not even the watch event is on this node */
+		return s == STAGE_ETCD_WATCH_EVENT && !t->raft_only;
 
 	if (stage__before_bind(s))
 		return !t->created_before_attach;

@@ -188,6 +188,11 @@ struct citation {
  *   message; the leader's, raft_committed's time. It applies from there, asynchronously; the
  *   apply itself sends nothing, and its first sign is the answer (etcd_txn_response). */
 #define BIND_RAFT_MEMBERS 7
+#define RAFT_NOT_HERE_PROPOSED 1u
+#define RAFT_NOT_HERE_APPENDED 2u
+#define RAFT_NOT_HERE_QUORUM_FSYNC 4u
+#define RAFT_NOT_HERE_COMMITTED 8u
+#define RAFT_NOT_HERE_APPLIED 16u
 
 struct raft_member_part {
 	uint64_t id; /* raft member id (hex in outputs) */
@@ -208,7 +213,20 @@ struct raft_member_part {
 };
 
 struct bind_raft {
-	bool expected;	     /* the answering member has peers in sight: the stages below count */
+	bool expected; /* the answering member has peers in sight: the stages below count */
+	/* Seen from this node's member alone (correlator_options.node_scope): the Txn went to
+	 * another node's member (a bind served elsewhere, or one seen only as its raft entry).
+	 * The stages of the members not traced here are explained, not counted missing; this
+	 * member's own part is in local_* (legs member_append and member_wal_fsync):
+	 * - local_had: a follower read the MsgApp carrying the entry; the leader read the MsgProp
+	 *   (or, without it, wrote its first MsgApp of the entry);
+	 * - local_acked: a follower wrote its MsgAppResp (index >= the entry's); the leader's own
+	 *   acknowledgement is the end of its WAL fsync;
+	 * - local_fsync: its WAL fsync holding the entry (its member part's raft_appended). */
+	bool local;
+	uint64_t local_id; /* this node's member */
+	struct stage local_had, local_acked, local_fsync;
+	unsigned not_here;   /* RAFT_NOT_HERE_*: stages only another node's member could see */
 	bool seen;	     /* the entry was found in the peer traffic */
 	uint64_t request_id; /* InternalRaftRequest header.ID */
 	uint64_t index, term;
@@ -261,7 +279,13 @@ struct bind_timeline {
 	 * apiserver and its fan-out to watchers: another node's apiserver served the Binding
 	 * (correlator_options.node_scope). Its other stages are explained, not counted missing. */
 	bool served_elsewhere;
-	int missing; /* required stages not seen */
+	/* Seen only as its raft entry, on this node's etcd member (a node with no apiserver
+	 * traced, node_scope): opened by the first entry that sets the pod's nodeName after one
+	 * that had it empty; the UID and node are the entry's, the revision is not known (it is
+	 * given at apply, and not sent). Also served_elsewhere. */
+	bool raft_only;
+	uint64_t raft_request_id; /* raft_only: the entry's InternalRaftRequest header.ID */
+	int missing;		  /* required stages not seen */
 	uint64_t opened_ns;
 	/* Last, and filled only when the bind is done (the correlator keeps open binds without
 	 * this part: most of the size). */
@@ -343,6 +367,10 @@ struct correlator_stats {
 	/* Raft: observations of the peer traffic kept (a bounded ring), and binds whose raft
 	 * entry's observations had been pushed out of it before they closed. */
 	uint64_t raft_observations, raft_pushed_out;
+	/* Raft: pods whose state (created unbound, then bound) was pushed out of the bounded
+	 * table of pod keys before their bind's entry came: such a bind is not recognised in
+	 * the raft traffic alone (raft_only). */
+	uint64_t raft_keys_pushed_out;
 };
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
 

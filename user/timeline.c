@@ -244,6 +244,16 @@ static void print_raft(FILE *out, const struct bind_timeline *t, uint64_t t0)
 	print_stage(out, "raft_committed", &r->committed, t0,
 		    "the ack that completed the quorum, read by the leader");
 	print_stage(out, "raft_applied", &r->applied, t0, "answering member read the commit index");
+	if (!r->local)
+		return;
+	raft_name(leader, sizeof(leader), r->local_id);
+	snprintf(extra, sizeof(extra), "this node's member %s had the entry (%s)", leader,
+		 r->local_id == r->leader ? "read the MsgProp" : "read the MsgApp");
+	print_stage(out, "raft_member_had", &r->local_had, t0, extra);
+	print_stage(out, "raft_member_fsync", &r->local_fsync, t0, "its WAL fsync of the entry");
+	print_stage(out, "raft_member_acked", &r->local_acked, t0,
+		    r->local_id == r->leader ? "its own acknowledgement: the fsync's end"
+					     : "it wrote its MsgAppResp");
 }
 
 /* The path's legs on one line, then what was retried and what may be incomplete. */

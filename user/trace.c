@@ -461,6 +461,15 @@ static void print_totals(struct tracer *tr)
 		(unsigned long long)cstats.pending_evicted,
 		(unsigned long long)cstats.pending_expired, evicted,
 		dstats.conn_table_full ? "; connection table full: some traffic not decoded" : "");
+	if (cstats.raft_observations)
+		fprintf(
+		    stderr,
+		    "bindtrace: raft: %llu observations of the peer traffic kept; %llu binds "
+		    "whose entry had been pushed out of them, %llu pods pushed out of the pod key "
+		    "table before their bind\n",
+		    (unsigned long long)cstats.raft_observations,
+		    (unsigned long long)cstats.raft_pushed_out,
+		    (unsigned long long)cstats.raft_keys_pushed_out);
 	session__print_probe_hits(tr->session, stderr);
 	dispatch__print_peer_feed(tr->dispatch, stderr);
 	if (verbose)

@@ -6,7 +6,14 @@
  * and answered, the quorum (the first two acknowledgements as the leader counts them), each
  * stage's time and each leg; a leader change (proposed to one member, appended by another at a
  * later term) named as such; the entry missing from the peer traffic said so and counted; and a
- * single member (no peer traffic) with no raft at all: no stage, leg or JSON of it. */
+ * single member (no peer traffic) with no raft at all: no stage, leg or JSON of it.
+ *
+ * Then one tracer per node (node_scope), each given only its node's processes: the node of the
+ * answering member, apiserver and scheduler (A) counts only what is there, the rest said to be
+ * on other nodes; a node with only an etcd member, a follower (F) or the leader (L), emits the
+ * bind from its raft entry alone (the first entry setting nodeName after the create's, which
+ * had it empty), with the pod's UID from the entry's value, so its spans (member_append,
+ * member_wal_fsync; the leader's quorum_fsync) go to the same trace as the other nodes'. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +22,8 @@
 #include "check.h"
 #include "correlate_play.h"
 #include "correlate.h"
+#include "otlp_encode.h"
+#include "protobuf.h"
 #include "timeline.h"
 
 #define ID_A 0x8e9e05c52164694dull /* answering follower */
@@ -22,10 +31,31 @@
 #define ID_F 0xfd422379fda50e48ull /* the other follower */
 #define REQ_ID ((ID_A & 0xffff) << 48 | 0x5a1d00042ull)
 #define INDEX 100
+#define REQ_CREATE ((ID_A & 0xffff) << 48 | 0x5a1d00017ull)
+#define POD_UID "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 
-enum scenario { NORMAL, LEADER_CHANGE, NO_ENTRY, SINGLE };
+enum scenario { NORMAL, LEADER_CHANGE, NO_ENTRY, SINGLE, NODE_A, NODE_F, NODE_L };
 
 static struct raft_message rm;
+/* One tracer per node: only the events of these processes reach the correlator (none: all). */
+static pid_t here_pids[4];
+
+static bool here(const struct actor *a)
+{
+	if (!here_pids[0])
+		return true;
+	for (int i = 0; i < 4 && here_pids[i]; i++)
+		if (here_pids[i] == a->pid)
+			return true;
+	return false;
+}
+
+static void fsync_(struct correlator *c, const struct actor *who, uint64_t start_us,
+		   uint64_t end_us)
+{
+	if (here(who))
+		correlator__fsync(c, who, B + start_us * US, B + end_us * US, true, 0);
+}
 
 static struct actor etcd(pid_t pid, uint64_t conn)
 {
@@ -50,6 +80,7 @@ static void fill_txn(struct etcd_txn *t)
 	t->has_put = true;
 	snprintf(t->put.key, sizeof(t->put.key), POD_KEY);
 	t->put.value.kind = K8S_KIND_POD;
+	snprintf(t->put.value.meta.uid, sizeof(t->put.value.meta.uid), POD_UID);
 	snprintf(t->put.value.pod.node_name, sizeof(t->put.value.pod.node_name), "node-1");
 }
 
@@ -58,6 +89,8 @@ static void txn(struct correlator *c, const struct actor *who, enum conn_dir dir
 {
 	struct decoded_msg *m = message(DECODED_GRPC_REQUEST, dir, 7, first_us, last_us);
 
+	if (!here(who))
+		return;
 	m->body_kind = BODY_ETCD_TXN;
 	fill_txn(&m->body.txn);
 	correlator__message(c, who, m);
@@ -68,6 +101,8 @@ static void txn_response(struct correlator *c, const struct actor *who, enum con
 {
 	struct decoded_msg *m = message(DECODED_GRPC_RESPONSE, dir, 7, first_us, last_us);
 
+	if (!here(who))
+		return;
 	m->body_kind = BODY_ETCD_TXN_RESPONSE;
 	m->body.txn_response.header.revision = REVISION;
 	m->body.txn_response.succeeded = true;
@@ -81,6 +116,8 @@ static void etcd_watch(struct correlator *c, const struct actor *who, uint64_t f
 	    message(DECODED_ETCD_WATCH_EVENT, CONN_DIR_IN, 5, first_us, last_us);
 	struct etcd_watch_event *ev = &m->body.etcd_watch.event;
 
+	if (!here(who))
+		return;
 	m->body_kind = BODY_ETCD_WATCH_EVENT;
 	snprintf(ev->kv.key, sizeof(ev->kv.key), POD_KEY);
 	ev->kv.mod_revision = REVISION;
@@ -98,6 +135,8 @@ static void raft(struct correlator *c, const struct actor *who, enum conn_dir di
 {
 	struct decoded_msg *m = message(DECODED_RAFT_MESSAGE, dir, 1, us, us + 2);
 
+	if (!here(who))
+		return;
 	memset(&rm, 0, sizeof(rm));
 	m->proto = CONN_PROTO_HTTP1;
 	m->body_kind = BODY_RAFT_MESSAGE;
@@ -121,6 +160,33 @@ static void raft(struct correlator *c, const struct actor *who, enum conn_dir di
 		e->term = term;
 		fill_txn(&e->req.txn);
 	}
+	correlator__message(c, who, m);
+}
+
+/* The pod's create as the leader replicates it (AppEntries, no ids): nodeName empty. */
+static void raft_create(struct correlator *c, const struct actor *who, enum conn_dir dir,
+			uint64_t us)
+{
+	struct decoded_msg *m = message(DECODED_RAFT_MESSAGE, dir, 1, us, us + 2);
+	struct raft_entry *e = &rm.entries[0];
+
+	if (!here(who))
+		return;
+	memset(&rm, 0, sizeof(rm));
+	m->proto = CONN_PROTO_HTTP1;
+	m->body_kind = BODY_RAFT_MESSAGE;
+	m->body.raft = &rm;
+	rm.type = RAFT_MSG_APP;
+	rm.commit = INDEX - 6;
+	rm.last_part = true;
+	rm.n_entries = rm.entries_total = 1;
+	e->request = RAFT_REQ_TXN;
+	e->request_id = REQ_CREATE;
+	e->index = INDEX - 5;
+	e->term = 5;
+	fill_txn(&e->req.txn);
+	e->req.txn.compare_revision = 0;
+	e->req.txn.put.value.pod.node_name[0] = '\0';
 	correlator__message(c, who, m);
 }
 
@@ -170,6 +236,10 @@ static void play(struct correlator *c, enum scenario sc)
 	/* The tracer knows each pid's member id from the heartbeats before the bind (the ids of
 	 * the message stream are on the wire). Not for a single member: no peers. */
 	if (sc != SINGLE) {
+		raft_create(c, &l_app_a, CONN_DIR_OUT, 5);
+		raft_create(c, &l_app_f, CONN_DIR_OUT, 6);
+		raft_create(c, &a_app, CONN_DIR_IN, 7);
+		raft_create(c, &f_app, CONN_DIR_IN, 8);
 		raft(c, &l_msg_a, CONN_DIR_OUT, RAFT_MSG_HEARTBEAT, ID_L, ID_A, true, false, 0, 5,
 		     INDEX - 1, 10);
 		raft(c, &a_msg, CONN_DIR_IN, RAFT_MSG_HEARTBEAT, ID_L, ID_A, true, false, 0, 5,
@@ -179,12 +249,14 @@ static void play(struct correlator *c, enum scenario sc)
 		raft(c, &f_msg, CONN_DIR_IN, RAFT_MSG_HEARTBEAT, ID_L, ID_F, true, false, 0, 5,
 		     INDEX - 1, 13);
 	}
-	binding(c, &sched, DECODED_REQUEST, CONN_DIR_OUT, 0, 20);
-	binding(c, &api_in, DECODED_REQUEST, CONN_DIR_IN, 100, 400);
+	if (here(&sched))
+		binding(c, &sched, DECODED_REQUEST, CONN_DIR_OUT, 0, 20);
+	if (here(&api_in))
+		binding(c, &api_in, DECODED_REQUEST, CONN_DIR_IN, 100, 400);
 	txn(c, &api_etcd, CONN_DIR_OUT, 500, 520);
 	txn(c, &a_in, CONN_DIR_IN, 600, 620);
 	if (sc == SINGLE) {
-		correlator__fsync(c, &a_fs, B + 650 * US, B + 850 * US, true, 0);
+		fsync_(c, &a_fs, 650, 850);
 		goto answer;
 	}
 	/* A forwards the proposal to L (the leader it knows). */
@@ -193,7 +265,7 @@ static void play(struct correlator *c, enum scenario sc)
 	raft(c, &l_msg_a, CONN_DIR_IN, RAFT_MSG_PROP, ID_A, ID_L, true, sc != NO_ENTRY, 0, 0, 0,
 	     643);
 	if (sc == NO_ENTRY) {
-		correlator__fsync(c, &a_fs, B + 670 * US, B + 760 * US, true, 0);
+		fsync_(c, &a_fs, 670, 760);
 		goto answer;
 	}
 	/* The leader appends: MsgApp to A (and to the other member), then its own WAL fsync. */
@@ -208,17 +280,17 @@ static void play(struct correlator *c, enum scenario sc)
 		raft(c, &f_app, CONN_DIR_IN, RAFT_MSG_APP, ID_L, ID_F, false, true, INDEX, term,
 		     INDEX - 1, 659);
 	/* A WAL fsync of the leader's that ended before its MsgApp: not the one holding it. */
-	correlator__fsync(c, ld_fs, B + 560 * US, B + 640 * US, true, 0);
-	correlator__fsync(c, ld_fs, B + 655 * US, B + 800 * US, true, 0);
+	fsync_(c, ld_fs, 560, 640);
+	fsync_(c, ld_fs, 655, 800);
 	/* A fsyncs, acks; the leader reads the ack. */
-	correlator__fsync(c, &a_fs, B + 670 * US, B + 760 * US, true, 0);
+	fsync_(c, &a_fs, 670, 760);
 	raft(c, &a_msg, CONN_DIR_OUT, RAFT_MSG_APP_RESP, ID_A, ld, true, false, INDEX, term, 0,
 	     765);
 	raft(c, sc == LEADER_CHANGE ? &f_msg : &l_msg_a, CONN_DIR_IN, RAFT_MSG_APP_RESP, ID_A, ld,
 	     true, false, INDEX, term, 0, 773);
 	if (sc == NORMAL) {
 		/* F: slower than the leader's own fsync (800): not in the quorum. */
-		correlator__fsync(c, &f_fs, B + 680 * US, B + 790 * US, true, 0);
+		fsync_(c, &f_fs, 680, 790);
 		raft(c, &f_msg, CONN_DIR_OUT, RAFT_MSG_APP_RESP, ID_F, ID_L, true, false, INDEX,
 		     term, 0, 795);
 		raft(c, &l_msg_f, CONN_DIR_IN, RAFT_MSG_APP_RESP, ID_F, ID_L, true, false, INDEX,
@@ -232,8 +304,10 @@ answer:
 	txn_response(c, &a_in, CONN_DIR_OUT, 900, 910);
 	txn_response(c, &api_etcd, CONN_DIR_IN, 950, 960);
 	etcd_watch(c, &api_watch, 1000, 1010);
-	binding(c, &api_in, DECODED_RESPONSE, CONN_DIR_OUT, 1100, 1120);
-	binding(c, &sched, DECODED_RESPONSE, CONN_DIR_IN, 1200, 1220);
+	if (here(&api_in))
+		binding(c, &api_in, DECODED_RESPONSE, CONN_DIR_OUT, 1100, 1120);
+	if (here(&sched))
+		binding(c, &sched, DECODED_RESPONSE, CONN_DIR_IN, 1200, 1220);
 }
 
 static void check_leg(const struct bind_timeline *t, enum leg_id leg, int64_t want_us)
@@ -356,8 +430,138 @@ out:
 	free(r);
 }
 
+/* The spans a tracer would send of the bind: their number, and the trace id checked. */
+static int spans_of(const struct bind_timeline *t, const char *node)
+{
+	struct pb_writer w;
+	struct bind_view v;
+	struct otlp_source src = { .node = node };
+	uint8_t want[16], *p;
+	int n;
+
+	pb_writer__init(&w);
+	bind_view__init(&v, t, 0);
+	n = otlp__encode_bind(&w, &v, &src);
+	otlp__trace_id(POD_UID, want);
+	/* Every span carries the trace id: it is in the encoding as given. */
+	p = w.len >= 16 ? memmem(w.buf, w.len, want, 16) : NULL;
+	CHECK(n <= 0 || p != NULL, "%s: the spans carry the trace id of UID %s", node, POD_UID);
+	pb_writer__free(&w);
+	return n;
+}
+
+static void check_node(enum scenario sc)
+{
+	static const char *const names[] = {
+		[NODE_A] = "node of A", [NODE_F] = "node of F", [NODE_L] = "node of L"
+	};
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = sc == NODE_A,
+		.have_apiserver = sc == NODE_A,
+		.have_etcd = true,
+		.node = names[sc],
+		.node_scope = true,
+	};
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = r ? correlator__new(&opt, on_bind, r) : NULL;
+	const struct bind_raft *ra = &r->t.raft;
+	const char *name = names[sc];
+	int64_t d;
+
+	memset(here_pids, 0, sizeof(here_pids));
+	if (sc == NODE_A) {
+		here_pids[0] = 812;
+		here_pids[1] = 640;
+		here_pids[2] = 590;
+	} else {
+		here_pids[0] = sc == NODE_F ? 592 : 591;
+	}
+	CHECK(r && c, "%s: correlator", name);
+	if (!r || !c)
+		goto out;
+	play(c, NORMAL);
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1, "%s: one bind, got %d", name, r->binds);
+	CHECK(r->t.result == BIND_RESULT_BOUND && !strcmp(r->t.uid, POD_UID) &&
+		  !strcmp(r->t.node, "node-1"),
+	      "%s: bound to node-1, UID %s", name, r->t.uid);
+	CHECK(r->t.missing == 0, "%s: nothing missing, got %d:\n%s", name, r->t.missing, r->text);
+	CHECK(ra->expected, "%s: raft expected", name);
+	if (sc == NODE_A) {
+		/* The answering member's node: the full view, less what the leader's node saw. */
+		CHECK(!ra->local && !r->t.served_elsewhere, "%s: served here", name);
+		CHECK(ra->answering == ID_A && ra->leader == ID_L,
+		      "%s: answered by A, led by L (from its heartbeats)", name);
+		CHECK(!ra->proposed.seen && strstr(ra->proposed.missing, "not on this node"),
+		      "%s: proposed on the leader's node (%s)", name, ra->proposed.missing);
+		CHECK(!ra->committed.seen && strstr(ra->committed.missing, "not on this node"),
+		      "%s: committed on the leader's node (%s)", name, ra->committed.missing);
+		CHECK(ra->applied.seen && ra->applied.mono_ns == B + 820 * US,
+		      "%s: applied: A read the commit index at 820", name);
+		CHECK(strstr(r->json, "member_append") == NULL, "%s: no member legs", name);
+		goto out;
+	}
+	CHECK(r->t.served_elsewhere && r->t.raft_only, "%s: served elsewhere, raft only", name);
+	CHECK(ra->local && ra->seen && ra->request_id == REQ_ID,
+	      "%s: its member's part, the entry by its request id", name);
+	CHECK(ra->leader == ID_L, "%s: led by L, got %llx", name, (unsigned long long)ra->leader);
+	CHECK(!ra->applied.seen && strstr(ra->applied.missing, "not on this node"),
+	      "%s: applied is the answering member's (%s)", name, ra->applied.missing);
+	CHECK(strstr(r->text, "raft_member_fsync") != NULL, "%s: in the timeline:\n%s", name,
+	      r->text);
+	CHECK(strstr(r->json, "\"local_member\"") != NULL, "%s: in the JSON", name);
+	CHECK(strstr(r->json, "\"etcd_watch_event\"") != NULL &&
+		  strstr(r->json, "no apiserver traced on this node") != NULL,
+	      "%s: the apiserver's stages said to be elsewhere", name);
+	if (sc == NODE_F) {
+		CHECK(ra->local_id == ID_F, "%s: member F", name);
+		CHECK(ra->local_had.seen && ra->local_had.mono_ns == B + 661 * US,
+		      "%s: had: read the MsgApp at 661", name);
+		CHECK(ra->local_fsync.seen && ra->local_fsync.first_ns == B + 680 * US &&
+			  ra->local_fsync.last_ns == B + 790 * US,
+		      "%s: its fsync 680-790", name);
+		CHECK(ra->local_acked.seen && ra->local_acked.mono_ns == B + 795 * US,
+		      "%s: acked: wrote its MsgAppResp at 795", name);
+		CHECK(!ra->committed.seen && strstr(ra->committed.missing, "the leader (member "
+									   "91bc3c398fb3c146) is "
+									   "not on this node"),
+		      "%s: committed on the leader's node (%s)", name, ra->committed.missing);
+		check_leg(&r->t, LEG_RAFT_MEMBER_APPEND, 795 - 661);
+		check_leg(&r->t, LEG_RAFT_MEMBER_FSYNC, 790 - 680);
+		CHECK(!leg__duration(&r->t, LEG_RAFT_QUORUM_FSYNC, -1, &d),
+		      "%s: no quorum fsync seen here", name);
+		CHECK(spans_of(&r->t, name) == 2, "%s: 2 spans", name);
+	} else {
+		CHECK(ra->local_id == ID_L, "%s: member L", name);
+		CHECK(ra->answering == ID_A, "%s: answered by A (its request id)", name);
+		CHECK(ra->local_had.seen && ra->local_had.mono_ns == B + 645 * US,
+		      "%s: had: read the MsgProp at 645", name);
+		CHECK(ra->local_fsync.seen && ra->local_fsync.first_ns == B + 655 * US &&
+			  ra->local_fsync.last_ns == B + 800 * US,
+		      "%s: its fsync 655-800 (not the one that ended before)", name);
+		CHECK(ra->committed.seen && ra->committed.mono_ns == B + 800 * US &&
+			  ra->committed.last_ns == B + 810 * US,
+		      "%s: committed: A's ack read at 775, its own fsync's end 800", name);
+		CHECK(ra->proposed.seen && ra->proposed.mono_ns == B + 645 * US,
+		      "%s: proposed read at 645", name);
+		check_leg(&r->t, LEG_RAFT_MEMBER_APPEND, 800 - 645);
+		check_leg(&r->t, LEG_RAFT_MEMBER_FSYNC, 800 - 655);
+		check_leg(&r->t, LEG_RAFT_QUORUM_FSYNC, 800 - 655);
+		CHECK(spans_of(&r->t, name) == 3, "%s: 3 spans", name);
+	}
+out:
+	memset(here_pids, 0, sizeof(here_pids));
+	correlator__free(c);
+	free(r);
+}
+
 int main(void)
 {
+	check_node(NODE_A);
+	check_node(NODE_F);
+	check_node(NODE_L);
 	check(NORMAL);
 	check(LEADER_CHANGE);
 	check(NO_ENTRY);
