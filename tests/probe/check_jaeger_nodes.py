@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks Jaeger's traces of binds seen by one tracer per node (tests/probe/test-ha-jaeger).
 
-Usage: check_jaeger_nodes.py QUERY_URL WORKDIR RUN N
+Usage: check_jaeger_nodes.py QUERY_URL WORKDIR RUN N [TRACERS]
 
 WORKDIR holds cp-1.jsonl, cp-2.jsonl, cp-3.jsonl: the --json of the tracers started with --node
 cp-1 ... For each of the N pods RUN-1 ... RUN-N: Jaeger's query API returns exactly one trace
@@ -9,7 +9,8 @@ for the pod, whose id is derived from the pod's UID; its spans come from exactly
 whose --json has the bind (told apart by their resource's k8s.node.name), and each tracer's spans
 are its JSON's legs (one per leg, per watcher its fanout and delivery), each duration equal to
 the leg (Jaeger keeps microseconds: the ns truncated, give or take one). Waits up to 30 s for
-Jaeger to have them all. Prints how many traces hold spans of 1, 2 and 3 tracers.
+Jaeger to have them all. Prints how many traces hold spans of 1, 2 and 3 tracers, and the spans
+per trace each tracer sent. With TRACERS, every pod's trace must hold spans of that many tracers.
 """
 import collections
 import json
@@ -78,12 +79,14 @@ def check_pod(base, name, per_node):
 
 def main():
     base, work, run, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    want_tracers = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     by_pod = load(work, run)
     if len(by_pod) != n:
         print(f"{len(by_pod)} pods of {run} emitted by the tracers, want {n}")
         return 1
     deadline = time.time() + 30
     spread = collections.Counter()
+    per_tracer = collections.defaultdict(list)
     for name in sorted(by_pod, key=lambda s: int(s.rsplit("-", 1)[1])):
         per_node = by_pod[name]
         while True:
@@ -98,10 +101,20 @@ def main():
             print(f"FAIL {name}: {why}")
             return 1
         spread[len(per_node)] += 1
-        spans = sum(len(expected_spans(b)) for b in per_node.values())
-        print(f"ok {name}: one trace, {spans} spans from {', '.join(sorted(per_node))}")
+        counts = {node: len(expected_spans(b)) for node, b in sorted(per_node.items())}
+        for node, k in counts.items():
+            per_tracer[node].append(k)
+        print(f"ok {name}: one trace, {sum(counts.values())} spans: "
+              + ", ".join(f"{k} from {node}" for node, k in counts.items()))
     print(f"{n} pods, each one trace in Jaeger with spans equal to its tracers' legs; "
           f"traces holding spans of 1 tracer: {spread[1]}, of 2: {spread[2]}, of 3: {spread[3]}")
+    for node, ks in sorted(per_tracer.items()):
+        print(f"{node}: spans in {len(ks)} traces, per trace min {min(ks)} "
+              f"mean {sum(ks) / len(ks):.1f} max {max(ks)}")
+    if want_tracers and spread[want_tracers] != n:
+        print(f"FAIL: {n - spread[want_tracers]} of {n} traces do not hold spans of "
+              f"{want_tracers} tracers")
+        return 1
     return 0
 
 
