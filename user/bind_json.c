@@ -524,6 +524,8 @@ static void raft_json(struct jw *w, const struct bind_view *v)
 		jw_bool(w, "leader", p->leader);
 		jw_bool(w, "answered", p->answered);
 		jw_bool(w, "in_quorum", p->in_quorum);
+		if (p->gone) /* its process had exited (killed, crashed): no part in this bind */
+			jw_bool(w, "exited", true);
 		stage_json(w, "raft_appended", &p->appended, v->wall_offset_ns);
 		set_ns(w, "msgapp_received_mono_ns", p->app_received_ns);
 		set_ns(w, "ack_sent_mono_ns", p->ack_sent_ns);

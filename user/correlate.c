@@ -207,6 +207,7 @@ struct raft_link {
 struct raft_pid {
 	pid_t pid;
 	uint64_t id;
+	uint64_t gone_ns; /* its process exited then (correlator__process_gone); 0 running */
 };
 
 struct loss {
@@ -1210,6 +1211,22 @@ static pid_t raft_pid_of(const struct correlator *c, uint64_t id)
 	return 0;
 }
 
+void correlator__process_gone(struct correlator *c, pid_t pid, uint64_t now_ns)
+{
+	for (int i = 0; i < c->n_raft_pids; i++)
+		if (c->raft_pids[i].pid == pid && !c->raft_pids[i].gone_ns)
+			c->raft_pids[i].gone_ns = now_ns;
+}
+
+/* When the member's process exited (0: running, or not known). */
+static uint64_t raft_gone_ns(const struct correlator *c, uint64_t id)
+{
+	for (int i = 0; i < c->n_raft_pids; i++)
+		if (c->raft_pids[i].id == id)
+			return c->raft_pids[i].gone_ns;
+	return 0;
+}
+
 static void raft_learn_pid(struct correlator *c, pid_t pid, uint64_t id)
 {
 	int i;
@@ -1224,7 +1241,7 @@ static void raft_learn_pid(struct correlator *c, pid_t pid, uint64_t id)
 		}
 	}
 	if (c->n_raft_pids < MAX_RAFT_PIDS)
-		c->raft_pids[c->n_raft_pids++] = (struct raft_pid){ pid, id };
+		c->raft_pids[c->n_raft_pids++] = (struct raft_pid){ .pid = pid, .id = id };
 }
 
 /* The link's last ack and commit: a repeat (heartbeats say the same commit ten times a second)
@@ -1808,16 +1825,22 @@ static const struct raft_obs *raft_find_entry(struct correlator *c, const struct
 	return NULL;
 }
 
-/* The members, by id (the outputs list them in that order). */
-static void raft_members(struct correlator *c, struct bind_raft *r)
+/* The members, by id (the outputs list them in that order). A member whose process had exited
+ * before the bind began (killed, crashed) takes no part: its pid is not given, its append is
+ * said to be impossible and not counted missing. */
+static void raft_members(struct correlator *c, struct bind_raft *r, uint64_t since_ns)
 {
 	int i, j;
 
 	for (i = 0; i < c->n_raft_ids && r->n_members < BIND_RAFT_MEMBERS; i++) {
 		struct raft_member_part *p = &r->members[r->n_members++];
+		uint64_t gone = raft_gone_ns(c, c->raft_ids[i]);
 
 		p->id = c->raft_ids[i];
 		p->pid = raft_pid_of(c, p->id);
+		p->gone = gone && gone < since_ns;
+		if (p->gone)
+			p->pid = 0;
 		p->leader = p->id == r->leader;
 		p->answered = p->id == r->answering;
 		for (j = r->n_members - 1; j > 0 && r->members[j].id < r->members[j - 1].id; j--) {
@@ -1845,7 +1868,12 @@ static void raft_appends(struct correlator *c, struct bind_raft *r, pid_t leader
 
 		raft_hex(id, sizeof(id), p->id);
 		if (!p->pid) {
-			snprintf(why, sizeof(why), "member %s is not traced", id);
+			snprintf(why, sizeof(why),
+				 p->gone
+				     ? "member %s is not running: its process had exited before "
+				       "this bind"
+				     : "member %s is not traced",
+				 id);
 			raft_stage_missing(&p->appended, why);
 			/* Its acknowledgement as the leader read it still counts. */
 			for_each_robs(c, o, i)
@@ -1888,6 +1916,17 @@ static void raft_appends(struct correlator *c, struct bind_raft *r, pid_t leader
 				p->app_received_ns = o->last_ns;
 				break;
 			}
+		}
+		if (!p->app_received_ns && raft_gone_ns(c, p->id)) {
+			/* Killed or crashed during the bind, before the entry reached it. */
+			p->gone = true;
+			p->pid = 0;
+			snprintf(why, sizeof(why),
+				 "member %s is not running: its process exited before it read the "
+				 "MsgApp",
+				 id);
+			raft_stage_missing(&p->appended, why);
+			continue;
 		}
 		if (!p->app_received_ns) {
 			raft_stage_missing(&p->appended, "its read of the MsgApp was not seen");
@@ -2053,7 +2092,7 @@ static void resolve_raft_local(struct correlator *c, struct bind_timeline *t)
 		if (t->raft_only)
 			c->stats.raft_pushed_out++;
 		r->local_id = c->raft_pids[0].id;
-		raft_members(c, r);
+		raft_members(c, r, t->opened_ns);
 		raft_stage_missing(&r->local_had, why);
 		raft_stage_missing(&r->local_acked, why);
 		raft_stage_missing(&r->local_fsync, why);
@@ -2108,7 +2147,7 @@ static void resolve_raft_local(struct correlator *c, struct bind_timeline *t)
 	else if (app_recv)
 		r->leader = app_recv->from ? app_recv->from : c->raft_hb_leader;
 	leader_pid = r->leader == r->local_id ? pid : 0;
-	raft_members(c, r);
+	raft_members(c, r, t->opened_ns);
 	raft_leader_change(r, app_other, prop_sent);
 	for (k = 0; k < r->n_members; k++)
 		if (r->members[k].id == r->local_id)
@@ -2243,7 +2282,7 @@ static void resolve_raft_full(struct correlator *c, struct bind_timeline *t)
 
 		if (pushed)
 			c->stats.raft_pushed_out++;
-		raft_members(c, r);
+		raft_members(c, r, t->opened_ns);
 		raft_stage_missing(&r->proposed, why);
 		raft_stage_missing(&r->appended, why);
 		raft_stage_missing(&r->quorum_fsync, why);
@@ -2290,7 +2329,7 @@ static void resolve_raft_full(struct correlator *c, struct bind_timeline *t)
 			r->leader = c->raft_hb_leader;
 		leader_pid = app_sent ? app_sent->who.pid : raft_pid_of(c, r->leader);
 	}
-	raft_members(c, r);
+	raft_members(c, r, t->opened_ns);
 	raft_leader_change(r, app_other, prop_sent);
 
 	/* raft_proposed: the follower's MsgProp, read by the leader. */

@@ -200,6 +200,7 @@ struct raft_member_part {
 	bool leader;
 	bool answered;	/* the member the apiserver's Txn went to */
 	bool in_quorum; /* its acknowledgement (the leader: its fsync) made the quorum */
+	bool gone;	/* its process had exited before the bind began: pid 0, no part in it */
 	/* raft_appended on this member: its WAL fdatasync holding the entry (first/last: start
 	 * and end; time: end). A follower's: the first to start after it read the MsgApp; the
 	 * leader's: the first to start after it had the proposal (read the MsgProp, or the Txn).
@@ -350,6 +351,9 @@ void correlator__fsync(struct correlator *c, const struct actor *who, uint64_t s
 /* The scheduler entered its bind call for ns/name: the citation of that bind. */
 void correlator__call(struct correlator *c, const char *ns, const char *name,
 		      const struct citation *citation);
+/* A traced process exited (an etcd member killed or crashed): a bind that begins after that
+ * does not expect that member's part of its raft entry. */
+void correlator__process_gone(struct correlator *c, pid_t pid, uint64_t now_ns);
 /* Bytes lost on a connection (a gap), or ring buffer drops (conn 0: anywhere). */
 void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t now_ns);
 /* Ring buffer drops found at now_ns that were not there at since_ns (when the counter was read

@@ -74,6 +74,8 @@ static void on_detached(void *ctx, const struct target *t)
 	struct tracer *tr = ctx;
 
 	sockets__untrack(tr->sockets, t->proc.pid);
+	if (tr->corr)
+		correlator__process_gone(tr->corr, t->proc.pid, util__monotonic_ns());
 }
 
 static void on_taken_over(void *ctx, pid_t pid, const struct target *t)

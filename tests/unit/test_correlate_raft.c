@@ -37,6 +37,8 @@
 enum scenario { NORMAL, LEADER_CHANGE, NO_ENTRY, SINGLE, NODE_A, NODE_F, NODE_L };
 
 static struct raft_message rm;
+/* F's process exited before the bind (killed): it takes no part, and nothing of it is missing. */
+static bool f_gone;
 /* One tracer per node: only the events of these processes reach the correlator (none: all). */
 static pid_t here_pids[4];
 
@@ -248,9 +250,11 @@ static void play(struct correlator *c, enum scenario sc)
 		     INDEX - 1, 11);
 		raft(c, &f_msg, CONN_DIR_IN, RAFT_MSG_HEARTBEAT, ID_L, ID_F, true, false, 0, 5,
 		     INDEX - 1, 13);
+		if (f_gone)
+			correlator__process_gone(c, 592, B + 14 * US);
 	}
 	if (here(&sched))
-		binding(c, &sched, DECODED_REQUEST, CONN_DIR_OUT, 0, 20);
+		binding(c, &sched, DECODED_REQUEST, CONN_DIR_OUT, f_gone ? 15 : 0, 20);
 	if (here(&api_in))
 		binding(c, &api_in, DECODED_REQUEST, CONN_DIR_IN, 100, 400);
 	txn(c, &api_etcd, CONN_DIR_OUT, 500, 520);
@@ -290,7 +294,8 @@ static void play(struct correlator *c, enum scenario sc)
 	     true, false, INDEX, term, 0, 773);
 	if (sc == NORMAL) {
 		/* F: slower than the leader's own fsync (800): not in the quorum. */
-		fsync_(c, &f_fs, 680, 790);
+		if (!f_gone)
+			fsync_(c, &f_fs, 680, 790);
 		raft(c, &f_msg, CONN_DIR_OUT, RAFT_MSG_APP_RESP, ID_F, ID_L, true, false, INDEX,
 		     term, 0, 795);
 		raft(c, &l_msg_f, CONN_DIR_IN, RAFT_MSG_APP_RESP, ID_F, ID_L, true, false, INDEX,
@@ -557,8 +562,50 @@ out:
 	free(r);
 }
 
+/* F killed before the bind: the quorum is A's and L's as before, F is not running and nothing
+ * is missing; its events (still played here) are not its part of this bind. */
+static void check_gone(void)
+{
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+	};
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = r ? correlator__new(&opt, on_bind, r) : NULL;
+	int k, seen = 0;
+
+	CHECK(r && c, "gone: correlator");
+	if (!r || !c)
+		goto out;
+	f_gone = true;
+	play(c, NORMAL);
+	f_gone = false;
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1 && r->t.missing == 0, "gone: one bind, nothing missing (%d)",
+	      r->t.missing);
+	for (k = 0; k < r->t.raft.n_members; k++) {
+		const struct raft_member_part *p = &r->t.raft.members[k];
+
+		if (p->id != ID_F)
+			continue;
+		seen++;
+		CHECK(p->gone && !p->pid && strstr(p->appended.missing, "is not running"),
+		      "gone: F not running (%s)", p->appended.missing);
+	}
+	CHECK(seen == 1, "gone: F listed");
+	CHECK(r->t.raft.committed.seen && r->t.raft.committed.mono_ns == B + 800 * US,
+	      "gone: committed by A's and L's acknowledgements");
+out:
+	correlator__free(c);
+	free(r);
+}
+
 int main(void)
 {
+	check_gone();
 	check_node(NODE_A);
 	check_node(NODE_F);
 	check_node(NODE_L);
