@@ -2048,6 +2048,52 @@ static uint64_t raft_answering(const struct correlator *c, uint64_t request_id)
 	return 0;
 }
 
+/* Where the bind's entry (r->request_id) was seen: the first MsgProp written and read; the MsgApp
+ * of the last term it was appended at (its index and term go into r), the first written and read
+ * at that term, and the first at another term (a leader change). */
+struct raft_sightings {
+	const struct raft_obs *prop_sent, *prop_recv, *app_first, *app_sent, *app_recv, *app_other;
+};
+
+static void raft_sightings(struct correlator *c, struct bind_raft *r, uint64_t hash,
+			   struct raft_sightings *e)
+{
+	struct raft_obs *o;
+	uint64_t i;
+
+	memset(e, 0, sizeof(*e));
+	for_each_robs(c, o, i)
+	{
+		if (o->request_id != r->request_id || o->key_hash != hash)
+			continue;
+		if (o->kind == ROBS_PROP) {
+			if (o->sent && !e->prop_sent)
+				e->prop_sent = o;
+			if (!o->sent && !e->prop_recv)
+				e->prop_recv = o;
+		} else if (o->kind == ROBS_APP && (!e->app_first || o->term > e->app_first->term)) {
+			e->app_first = o;
+		}
+	}
+	if (e->app_first) {
+		r->term = e->app_first->term;
+		r->index = e->app_first->index;
+		for_each_robs(c, o, i)
+		{
+			if (o->kind != ROBS_APP || o->request_id != r->request_id)
+				continue;
+			if (o->term != r->term) {
+				if (!e->app_other)
+					e->app_other = o;
+			} else if (o->sent && !e->app_sent) {
+				e->app_sent = o;
+			} else if (!o->sent && !e->app_recv) {
+				e->app_recv = o;
+			}
+		}
+	}
+}
+
 /* A bind whose Txn went to another node's member (served elsewhere, or seen only as its raft
  * entry): this node's member's own part, found by the pod's bind entry (struct raft_key). */
 static void resolve_raft_local(struct correlator *c, struct bind_timeline *t)
@@ -2057,6 +2103,7 @@ static void resolve_raft_local(struct correlator *c, struct bind_timeline *t)
 	const struct raft_obs *entry = NULL, *prop_sent = NULL, *prop_recv = NULL, *app_sent = NULL,
 			      *app_first = NULL, *app_other = NULL, *app_recv = NULL, *ack = NULL;
 	struct raft_member_part *self = NULL;
+	struct raft_sightings e;
 	const char *node = c->opt.node;
 	char key[KEY_MAX];
 	struct raft_obs *o;
@@ -2110,36 +2157,13 @@ static void resolve_raft_local(struct correlator *c, struct bind_timeline *t)
 	r->request_id = entry->request_id;
 	r->local_id = raft_member_of(c, pid);
 	r->answering = raft_answering(c, r->request_id);
-	for_each_robs(c, o, i)
-	{
-		if (o->request_id != r->request_id || o->key_hash != hash)
-			continue;
-		if (o->kind == ROBS_PROP) {
-			if (o->sent && !prop_sent)
-				prop_sent = o;
-			if (!o->sent && !prop_recv)
-				prop_recv = o;
-		} else if (o->kind == ROBS_APP && (!app_first || o->term > app_first->term)) {
-			app_first = o;
-		}
-	}
-	if (app_first) {
-		r->term = app_first->term;
-		r->index = app_first->index;
-		for_each_robs(c, o, i)
-		{
-			if (o->kind != ROBS_APP || o->request_id != r->request_id)
-				continue;
-			if (o->term != r->term) {
-				if (!app_other)
-					app_other = o;
-			} else if (o->sent && !app_sent) {
-				app_sent = o;
-			} else if (!o->sent && !app_recv) {
-				app_recv = o;
-			}
-		}
-	}
+	raft_sightings(c, r, hash, &e);
+	prop_sent = e.prop_sent;
+	prop_recv = e.prop_recv;
+	app_first = e.app_first;
+	app_sent = e.app_sent;
+	app_recv = e.app_recv;
+	app_other = e.app_other;
 	/* The leader: this member when it sent the entry (or read its proposal); else the sender
 	 * of the MsgApp it read, or, where the frame did not say, the heartbeats' sender. */
 	if (app_sent || (prop_recv && !app_recv))
@@ -2246,6 +2270,7 @@ static void resolve_raft_full(struct correlator *c, struct bind_timeline *t)
 	const struct stage *in = &t->stages[STAGE_ETCD_TXN_RECEIVED];
 	const struct raft_obs *entry, *prop_sent = NULL, *prop_recv = NULL, *app_sent = NULL,
 				      *app_first = NULL, *app_other = NULL;
+	struct raft_sightings e;
 	char key[KEY_MAX];
 	struct raft_obs *o;
 	uint64_t i, hash, had_ns;
@@ -2295,35 +2320,13 @@ static void resolve_raft_full(struct correlator *c, struct bind_timeline *t)
 	r->seen = true;
 	r->request_id = entry->request_id;
 	/* The entry as appended: by the last term's leader when it was appended more than once. */
-	for_each_robs(c, o, i)
-	{
-		if (o->request_id != r->request_id || o->key_hash != hash)
-			continue;
-		if (o->kind == ROBS_PROP) {
-			if (o->sent && !prop_sent)
-				prop_sent = o;
-			if (!o->sent && !prop_recv)
-				prop_recv = o;
-		} else if (o->kind == ROBS_APP) {
-			if (!app_first || o->term > app_first->term)
-				app_first = o;
-		}
-	}
+	raft_sightings(c, r, hash, &e);
+	prop_sent = e.prop_sent;
+	prop_recv = e.prop_recv;
+	app_first = e.app_first;
+	app_sent = e.app_sent;
+	app_other = e.app_other;
 	if (app_first) {
-		r->term = app_first->term;
-		r->index = app_first->index;
-		for_each_robs(c, o, i)
-		{
-			if (o->kind != ROBS_APP || o->request_id != r->request_id)
-				continue;
-			if (o->term != r->term) {
-				if (!app_other)
-					app_other = o;
-				continue;
-			}
-			if (o->sent && !app_sent)
-				app_sent = o;
-		}
 		r->leader = app_sent ? raft_member_of(c, app_sent->who.pid) : app_first->from;
 		if (!r->leader) /* an AppEntries frame met mid-stream: no ids */
 			r->leader = c->raft_hb_leader;
