@@ -52,6 +52,7 @@ struct sockets {
 		int fd;
 		char path[256];
 	} fd_cache[FD_CACHE];
+	char fd_path[256]; /* sockets__fd_path's readlink, before it is cached */
 };
 
 static uint64_t netns_of(const char *pid_dir)
@@ -482,12 +483,19 @@ const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd)
 	char link[64];
 	ssize_t n;
 
+	/* Read each time: a descriptor number is reused (etcd's next WAL segment may get the number
+	 * of a snapshot file it closed, and a path cached for it would say "not the WAL" for every
+	 * fsync after). The cached path answers only when the descriptor is already closed. */
+	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(link, s->fd_path, sizeof(s->fd_path) - 1);
+	if (n > 0) {
+		s->fd_path[n] = '\0';
+		memcpy(s->fd_cache[slot].path, s->fd_path, (size_t)n + 1);
+		s->fd_cache[slot].pid = pid;
+		s->fd_cache[slot].fd = fd;
+		return s->fd_cache[slot].path;
+	}
 	if (s->fd_cache[slot].pid == pid && s->fd_cache[slot].fd == fd)
 		return s->fd_cache[slot].path;
-	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
-	n = readlink(link, s->fd_cache[slot].path, sizeof(s->fd_cache[slot].path) - 1);
-	s->fd_cache[slot].path[n > 0 ? n : 0] = '\0';
-	s->fd_cache[slot].pid = pid;
-	s->fd_cache[slot].fd = fd;
-	return s->fd_cache[slot].path;
+	return "";
 }
