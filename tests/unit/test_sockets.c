@@ -1,0 +1,71 @@
+/* sockets__fd_path on this test's own descriptors: a descriptor number closed and opened again
+ * for another file names the new file, not the one seen before. (etcd's next WAL segment took
+ * the number of a snapshot file it had fsynced and closed; a name kept for (pid, fd) made every
+ * later WAL fsync look like another file's, and etcd_wal_fsync went missing for every bind after
+ * about 29,000 of a soak.) Once the descriptor is closed, the last name seen answers. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sockets.h"
+
+/* Open a fresh file named like the template and return its descriptor; its path in *path. */
+static int open_temp(char *path, size_t size, const char *name)
+{
+	int fd;
+
+	snprintf(path, size, "/tmp/bindtrace-test-sockets-%s-XXXXXX", name);
+	fd = mkstemp(path);
+	return fd;
+}
+
+int main(void)
+{
+	struct sockets *s = sockets__new();
+	char a[128], b[128], c[128];
+	const char *got;
+	int fa, fb, fc;
+
+	if (!s) {
+		fprintf(stderr, "test_sockets: sockets__new failed\n");
+		return 1;
+	}
+	fa = open_temp(a, sizeof(a), "snap");
+	CHECK(fa >= 0, "mkstemp %s", a);
+	got = sockets__fd_path(s, getpid(), fa);
+	CHECK_STR(got, a);
+
+	/* The number is freed and taken by the next open, as etcd's next WAL segment took it. */
+	close(fa);
+	fb = open_temp(b, sizeof(b), "wal");
+	CHECK_INT(fb, fa);
+	got = sockets__fd_path(s, getpid(), fb);
+	CHECK_STR(got, b);
+	/* Asked again (every fsync asks): still the new file. */
+	got = sockets__fd_path(s, getpid(), fb);
+	CHECK_STR(got, b);
+
+	/* Closed: the last name seen for it answers, for an fsync reported after its close. */
+	close(fb);
+	got = sockets__fd_path(s, getpid(), fb);
+	CHECK_STR(got, b);
+
+	/* Another process's descriptor number does not answer for this one. */
+	fc = open_temp(c, sizeof(c), "other");
+	got = sockets__fd_path(s, (pid_t)2147483000, fc);
+	CHECK_STR(got, "");
+	close(fc);
+
+	/* A descriptor never seen and not open: nothing. */
+	got = sockets__fd_path(s, getpid(), 1000);
+	CHECK_STR(got, "");
+
+	unlink(a);
+	unlink(b);
+	unlink(c);
+	sockets__free(s);
+	return check_summary("test_sockets");
+}
