@@ -216,6 +216,10 @@ static void stage_json(struct jw *w, const char *key, const struct stage *st,
 	jw_int(w, "pid", st->who.pid);
 	jw_str(w, "comm", st->who.comm);
 	jw_str(w, "role", process_role__name(st->who.role));
+	if (st->timing != STAGE_TIMED_MESSAGE) {
+		jw_str(w, "timing", stage_timing__name((enum stage_timing)st->timing));
+		jw_str(w, "timing_note", stage_timing__meaning((enum stage_timing)st->timing));
+	}
 	if (st->who.conn) {
 		jw_int(w, "conn", (long long)st->who.conn);
 		jw_str(w, "laddr", endpoint__str(&st->who.local).s);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "citation.h"
+#include "conn_reads.h"
 #include "strpool.h"
 #include "correlate.h"
 #include "util.h"
@@ -141,6 +142,10 @@ struct pending_pod {
 	/* The apiserver read a request carrying this Pod without its method and path: on a
 	 * connection opened before bindtrace attached (HTTP/2 header state unknown). */
 	bool headerless;
+	/* When the apiserver wrote its create Txn to etcd (else etcd read it); 0 not seen: the
+	 * request had been read by then (create_from_reads). */
+	uint64_t create_txn_ns;
+	bool create_txn_by_apiserver;
 };
 
 /* The apiserver read a create of a generateName'd pod: the name is in its 201, on the same stream
@@ -249,6 +254,7 @@ struct correlator {
 	struct citation scratch; /* a queued call's citation, unpacked to be joined */
 	struct nameless_create nameless[MAX_NAMELESS];
 	uint64_t nameless_next;
+	struct conn_reads *reads; /* the apiserver's read(2)s, by connection (create_from_reads) */
 	struct raft_obs *robs;
 	uint64_t robs_next; /* total ever added; slot = robs_next % MAX_RAFT_OBS */
 	struct raft_link raft_links[MAX_RAFT_LINKS];
@@ -280,6 +286,34 @@ static const char *const stage_names[STAGE_MAX] = {
 const char *stage__name(enum stage_id stage)
 {
 	return stage < STAGE_MAX ? stage_names[stage] : "?";
+}
+
+const char *stage_timing__name(enum stage_timing t)
+{
+	switch (t) {
+	case STAGE_TIMED_READ_BY_LAST_READ:
+		return "upper_bound_last_read";
+	case STAGE_TIMED_READ_BY_TXN:
+		return "upper_bound_create_txn";
+	default:
+		return "message";
+	}
+}
+
+const char *stage_timing__meaning(enum stage_timing t)
+{
+	switch (t) {
+	case STAGE_TIMED_READ_BY_LAST_READ:
+		return "read by then at the latest: the apiserver's last read(2) of the client's "
+		       "connection before it wrote the pod's create Txn (its Reads are not probed, the "
+		       "client is not traced; the request's arrival is not known more closely)";
+	case STAGE_TIMED_READ_BY_TXN:
+		return "read by then at the latest: the apiserver wrote the pod's create Txn (no "
+		       "read(2) of the client's connection was seen before it; its Reads are not "
+		       "probed, the client is not traced)";
+	default:
+		return "";
+	}
 }
 
 const char *bind_result__name(enum bind_result result)
@@ -336,8 +370,9 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 		c->opt.pending_max_age_ns = DEFAULT_PENDING_AGE_NS;
 	c->pending = calloc(c->opt.max_pending, sizeof(*c->pending));
 	c->strs = strpool__new();
+	c->reads = conn_reads__new();
 	if (!c->binds || !c->obs || !c->by_key.slot || !c->by_link.slot || !c->robs ||
-	    !c->pending || !c->strs) {
+	    !c->pending || !c->strs || !c->reads) {
 		correlator__free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -433,6 +468,7 @@ void correlator__free(struct correlator *c)
 	free(c->raft_keys);
 	free(c->binds);
 	free(c->pending);
+	conn_reads__free(c->reads);
 	free(c);
 }
 
@@ -796,6 +832,34 @@ static void on_create_response(struct correlator *c, const struct actor *who,
 	}
 }
 
+/* The apiserver's 201 to a create of a pod whose request was not captured (its Reads not probed,
+ * its client not traced; create_from_reads): the request had been read by the last read(2) of
+ * that connection that returned before the pod's create Txn was written, and at the latest by
+ * that write. Only that bound is known, and the stage says so (its timing). */
+static void on_create_answered(struct correlator *c, const struct actor *who,
+			       const struct decoded_msg *msg)
+{
+	const struct k8s_meta *m = &msg->body.k8s.meta;
+	char key[KEY_MAX];
+	struct pending_pod *p;
+	struct stage *st;
+	uint64_t t;
+
+	if (!c->opt.create_from_reads || msg->http.status != 201 || msg->body_kind != BODY_K8S ||
+	    msg->body.k8s.kind != K8S_KIND_POD || !m->name[0] || m->generated_name ||
+	    !m->namespace[0] || msg->body.k8s.pod.node_name[0])
+		return;
+	snprintf(key, sizeof(key), "%s/%s", m->namespace, m->name);
+	p = pending_find(c, key, false, 0);
+	if (!p || p->stages[0].seen || !p->create_txn_ns)
+		return;
+	st = &p->stages[0];
+	t = conn_reads__last_before(c->reads, who->pid, who->conn, p->create_txn_ns);
+	set_stage(st, who, t ? t : p->create_txn_ns, t ? t : p->create_txn_ns,
+		  t ? t : p->create_txn_ns, msg->stream_id);
+	st->timing = t ? STAGE_TIMED_READ_BY_LAST_READ : STAGE_TIMED_READ_BY_TXN;
+}
+
 /* A Pod in a request the apiserver read without its method and path: what it was cannot be
  * told, but its pod's create request, if it was one, predates what bindtrace can decode. */
 static void on_headerless_pod(struct correlator *c, const struct decoded_msg *msg)
@@ -818,13 +882,19 @@ static void note_create_txn(struct correlator *c, const struct actor *who,
 			    const struct decoded_msg *msg, const char *etcd_key)
 {
 	struct create_txn *x = &c->create_txns[c->create_txn_next++ % MAX_CREATE_TXNS];
+	bool by_apiserver = who->role == ROLE_APISERVER;
+	struct pending_pod *p;
 
 	x->pid = who->pid;
 	x->conn = who->conn;
 	x->stream_id = msg->stream_id;
 	util__copy(x->key, sizeof(x->key), etcd_key + 15);
 	x->hash = key_hash(x->key);
-	pending_find(c, x->key, true, msg->ts_first_ns);
+	p = pending_find(c, x->key, true, msg->ts_first_ns);
+	if (p && (!p->create_txn_ns || (by_apiserver && !p->create_txn_by_apiserver))) {
+		p->create_txn_ns = msg->ts_first_ns;
+		p->create_txn_by_apiserver = by_apiserver;
+	}
 }
 
 /* etcd's answer to a create: etcd writing it, else the apiserver reading it. */
@@ -1004,6 +1074,13 @@ static void on_http(struct correlator *c, const struct actor *who, const struct 
 	if (request && strcmp(msg->http.method, "POST") == 0 &&
 	    parse_pods_collection(msg->http.path, ns, sizeof(ns))) {
 		on_create_request(c, who, msg, ns);
+		return;
+	}
+	if (who->role == ROLE_APISERVER && !request && msg->http.status == 201 &&
+	    msg->body_kind == BODY_K8S && msg->body.k8s.kind == K8S_KIND_POD) {
+		if (c->nameless_next)
+			on_create_response(c, who, msg);
+		on_create_answered(c, who, msg);
 		return;
 	}
 	if (who->role == ROLE_APISERVER && !request && c->nameless_next) {
@@ -1485,6 +1562,12 @@ void correlator__call(struct correlator *c, const char *ns, const char *name,
 	o->cit_queued = citation->queued;
 	o->cit_giveup = citation->giveup;
 	o->cit_object = citation->object;
+}
+
+void correlator__conn_read(struct correlator *c, pid_t pid, uint64_t conn, uint64_t ts_ns)
+{
+	if (c->opt.create_from_reads)
+		conn_reads__add(c->reads, pid, conn, ts_ns);
 }
 
 void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t now_ns)

@@ -72,8 +72,27 @@ struct actor {
 	char peer_comm[17];
 };
 
+/* How a stage's time was found. Most are the moment a captured message's last (or first) byte
+ * moved; a few can only be bounded, and say so. */
+enum stage_timing {
+	STAGE_TIMED_MESSAGE = 0, /* its message was captured (see the file comment) */
+	/* create_request whose bytes were not captured (the apiserver's Reads not probed, its
+	 * client not traced): the apiserver's last read(2) of the client's connection that
+	 * returned before it wrote the pod's create Txn to etcd. The request had been read by then:
+	 * an upper bound on its arrival, not the arrival. */
+	STAGE_TIMED_READ_BY_LAST_READ,
+	/* ... no such read(2) known: the create Txn's write itself (a looser upper bound). */
+	STAGE_TIMED_READ_BY_TXN,
+};
+
+/* "message", "upper_bound_last_read", "upper_bound_create_txn" */
+const char *stage_timing__name(enum stage_timing t);
+/* One sentence saying what a bounded stage's time stands for; "" for STAGE_TIMED_MESSAGE. */
+const char *stage_timing__meaning(enum stage_timing t);
+
 struct stage {
 	bool seen;
+	uint8_t timing;	    /* enum stage_timing */
 	uint64_t mono_ns;   /* the stage's time (see the file comment) */
 	uint64_t first_ns;  /* first byte of the message (or fsync start) */
 	uint64_t last_ns;   /* last byte of the message (or fsync end) */
@@ -336,6 +355,10 @@ struct correlator_options {
 	 * pending_max_age_ns (default 10 min); beyond that the oldest are dropped, and counted. */
 	size_t max_pending;
 	uint64_t pending_max_age_ns;
+	/* The apiserver's TLS Reads are not probed (peerfeed.h): a create whose request no traced
+	 * writer gave is timed by the apiserver's read(2)s of its client's connection
+	 * (correlator__conn_read) once its 201 names the pod (STAGE_TIMED_READ_BY_*). */
+	bool create_from_reads;
 };
 
 struct correlator *correlator__new(const struct correlator_options *opt, bind_done_cb cb,
@@ -354,6 +377,8 @@ void correlator__call(struct correlator *c, const char *ns, const char *name,
 /* A traced process exited (an etcd member killed or crashed): a bind that begins after that
  * does not expect that member's part of its raft entry. */
 void correlator__process_gone(struct correlator *c, pid_t pid, uint64_t now_ns);
+/* A read(2) of the apiserver's (pid) on conn returned at ts_ns (create_from_reads). */
+void correlator__conn_read(struct correlator *c, pid_t pid, uint64_t conn, uint64_t ts_ns);
 /* Bytes lost on a connection (a gap), or ring buffer drops (conn 0: anywhere). */
 void correlator__loss(struct correlator *c, pid_t pid, uint64_t conn, uint64_t now_ns);
 /* Ring buffer drops found at now_ns that were not there at since_ns (when the counter was read

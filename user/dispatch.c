@@ -310,7 +310,11 @@ static void on_data(void *ctx, const struct data_event *e)
 static void on_sock_read(void *ctx, const struct sock_read_event *e)
 {
 	struct dispatch *d = ctx;
+	const struct target *t = targets__of(d->deps.targets, (pid_t)e->hdr.pid);
 
+	/* The apiserver's: a create whose client is not traced is timed by them. */
+	if (t && t->role == ROLE_APISERVER)
+		correlator__conn_read(d->deps.corr, (pid_t)e->hdr.pid, e->conn, e->hdr.ts_ns);
 	peer_feed__read(d->peer_feed, e, deliver, d);
 }
 

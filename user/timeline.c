@@ -116,7 +116,9 @@ static void stage_detail(char *extra, size_t cap, const struct bind_timeline *t,
 		return;
 	switch (s) {
 	case STAGE_CREATE_REQUEST:
-		snprintf(extra, cap, "POST pods (create %s/%s)", t->namespace_, t->name);
+		snprintf(extra, cap, "POST pods (create %s/%s)%s%s", t->namespace_, t->name,
+			 st->timing ? ", " : "",
+			 stage_timing__meaning((enum stage_timing)st->timing));
 		break;
 	case STAGE_CREATE_TXN_RESPONSE:
 		snprintf(extra, cap, "revision %" PRId64 " (the pod's first resourceVersion)",

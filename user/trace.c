@@ -193,6 +193,7 @@ static int start(struct tracer *tr)
 		.have_etcd = targets__has(&tr->targets, ROLE_ETCD),
 		.node = tr->opt.node,
 		.node_scope = tr->opt.node[0] != '\0',
+		.create_from_reads = targets__apiserver_reads_via_syscall(&tr->targets),
 	};
 	struct dispatch_deps deps = {
 		.targets = &tr->targets,

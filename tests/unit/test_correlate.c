@@ -449,12 +449,26 @@ out:
 	free(r);
 }
 
+/* How the create's request is given to the correlator. */
+enum create_mode {
+	CREATE_READ,	   /* the apiserver's Read of the POST */
+	CREATE_HEADERLESS, /* ... without its method and path */
+	/* Not captured (the apiserver's Reads not probed, the client not traced): its read(2)s of
+	 * the client's connection at 1, 2 and 5 us, the create Txn written at 3 us. */
+	CREATE_FROM_READS,
+	CREATE_FROM_TXN,	/* ... no read(2) of that connection seen */
+	CREATE_NO_READS_OPTION, /* ... but the correlator was not told to time creates so */
+};
+
 /* The pod's create, as the apiserver read it: a generateName'd pod's POST is named by its 201 on
  * the same stream; a Pod read without method and path (a connection opened before attaching)
  * leaves create_request missing, saying so; the create Txn and its answer make it a pod created
- * while traced. */
-static void check_create(bool generated, bool headerless)
+ * while traced. A create whose request is not captured is bounded by the last read(2) of its
+ * connection before the create Txn (else by the Txn), and says it is a bound. */
+static void check_create(bool generated, enum create_mode mode)
 {
+	bool headerless = mode == CREATE_HEADERLESS;
+	bool unread = mode >= CREATE_FROM_READS;
 	const struct addresses *a = &runs[0];
 	struct correlator_options opt = {
 		.linger_ns = 1,
@@ -462,9 +476,12 @@ static void check_create(bool generated, bool headerless)
 		.have_scheduler = true,
 		.have_apiserver = true,
 		.have_etcd = true,
+		/* off where the correlator must not time creates by read(2)s */
+		.create_from_reads = mode != CREATE_HEADERLESS && mode != CREATE_NO_READS_OPTION,
 	};
 	struct result *r = calloc(1, sizeof(*r));
 	struct correlator *c = correlator__new(&opt, on_bind, r);
+	const struct stage *cr;
 	struct actor client = actor(640, "kube-apiserver", ROLE_APISERVER, 2200,
 				    "[::1]:6443 [::1]:47000"),
 		     api_etcd =
@@ -485,13 +502,21 @@ static void check_create(bool generated, bool headerless)
 	m->body.k8s.meta.generated_name = generated;
 	snprintf(m->body.k8s.meta.namespace, sizeof(m->body.k8s.meta.namespace), "default");
 	snprintf(m->body.k8s.meta.name, sizeof(m->body.k8s.meta.name), "%s", name);
-	correlator__message(c, &client, m);
+	if (!unread)
+		correlator__message(c, &client, m);
+	if (mode != CREATE_FROM_TXN) {
+		correlator__conn_read(c, client.pid, client.conn, B + 1 * US);
+		correlator__conn_read(c, client.pid, client.conn, B + 2 * US);
+		correlator__conn_read(c, client.pid, client.conn + 1, B + 2500);
+	}
 	m = message(DECODED_GRPC_REQUEST, CONN_DIR_OUT, 9, 3, 4);
 	m->body_kind = BODY_ETCD_TXN;
 	snprintf(m->body.txn.compare_key, sizeof(m->body.txn.compare_key), POD_KEY);
 	m->body.txn.has_put = true;
 	snprintf(m->body.txn.put.key, sizeof(m->body.txn.put.key), POD_KEY);
 	correlator__message(c, &api_etcd, m);
+	if (mode != CREATE_FROM_TXN)
+		correlator__conn_read(c, client.pid, client.conn, B + 5 * US);
 	m = message(DECODED_GRPC_RESPONSE, CONN_DIR_IN, 9, 5, 6);
 	m->body_kind = BODY_ETCD_TXN_RESPONSE;
 	m->body.txn_response.header.revision = REVISION - 10;
@@ -506,12 +531,29 @@ static void check_create(bool generated, bool headerless)
 	correlator__message(c, &client, m);
 	play(c, a);
 	correlator__tick(c, B + 10000000 * US, true);
-	CHECK(r->binds == 1, "create (generated %d, headerless %d): one bind", generated,
-	      headerless);
+	CHECK(r->binds == 1, "create (generated %d, mode %d): one bind", generated, mode);
 	CHECK(!r->t.created_before_attach && r->t.create_revision == REVISION - 10,
-	      "create (generated %d, headerless %d): created while traced, at %lld", generated,
-	      headerless, (long long)r->t.create_revision);
-	if (headerless)
+	      "create (generated %d, mode %d): created while traced, at %lld", generated, mode,
+	      (long long)r->t.create_revision);
+	cr = &r->t.stages[STAGE_CREATE_REQUEST];
+	if (mode == CREATE_FROM_READS || mode == CREATE_FROM_TXN) {
+		uint64_t want = mode == CREATE_FROM_READS ? B + 2 * US : B + 3 * US;
+
+		CHECK(cr->seen && cr->mono_ns == want && cr->who.conn == client.conn &&
+			  cr->who.role == ROLE_APISERVER &&
+			  cr->timing == (mode == CREATE_FROM_READS ? STAGE_TIMED_READ_BY_LAST_READ
+								   : STAGE_TIMED_READ_BY_TXN),
+		      "create from reads (generated %d, mode %d): create_request bounded at %llu, "
+		      "want %llu (timing %d, %s)",
+		      generated, mode, (unsigned long long)cr->mono_ns, (unsigned long long)want,
+		      cr->timing, cr->missing);
+		CHECK(strstr(r->json, "\"timing\":\"upper_bound_") &&
+			  strstr(r->json, "\"timing_note\":\"read by then at the latest"),
+		      "create from reads (mode %d): the JSON says it is a bound", mode);
+	} else if (mode == CREATE_NO_READS_OPTION) {
+		CHECK(!cr->seen, "reads not told: create_request not made up (at %llu)",
+		      (unsigned long long)cr->mono_ns);
+	} else if (headerless)
 		CHECK(!r->t.stages[STAGE_CREATE_REQUEST].seen &&
 			  strstr(r->t.stages[STAGE_CREATE_REQUEST].missing,
 				 "predates bindtrace's attach"),
@@ -519,7 +561,9 @@ static void check_create(bool generated, bool headerless)
 		      r->t.stages[STAGE_CREATE_REQUEST].missing);
 	else
 		CHECK(r->t.stages[STAGE_CREATE_REQUEST].seen &&
-			  r->t.stages[STAGE_CREATE_REQUEST].mono_ns == B + 2 * US,
+			  r->t.stages[STAGE_CREATE_REQUEST].mono_ns == B + 2 * US &&
+			  r->t.stages[STAGE_CREATE_REQUEST].timing == STAGE_TIMED_MESSAGE &&
+			  !strstr(r->json, "\"timing\""),
 		      "create (generated %d): create_request seen at the POST (%s)", generated,
 		      r->t.stages[STAGE_CREATE_REQUEST].missing);
 out:
@@ -658,9 +702,13 @@ int main(void)
 		check_run(&runs[i]);
 	for (i = 0; i < sizeof(frames_cases) / sizeof(frames_cases[0]); i++)
 		check_frames(&frames_cases[i]);
-	check_create(false, false);
-	check_create(true, false);
-	check_create(false, true);
+	check_create(false, CREATE_READ);
+	check_create(true, CREATE_READ);
+	check_create(false, CREATE_HEADERLESS);
+	check_create(false, CREATE_FROM_READS);
+	check_create(true, CREATE_FROM_READS);
+	check_create(false, CREATE_FROM_TXN);
+	check_create(false, CREATE_NO_READS_OPTION);
 	check_node_scope();
 	check_ring_wrap();
 	return check_summary("correlate");
