@@ -85,18 +85,26 @@ bool targets__apiserver_reads_via_syscall(const struct targets *ts)
 
 /* Its reads taken from its traced peers' Writes (peerfeed.h), given the roles traced.
  * BINDTRACE_READS_VIA_SYSCALL=0 probes every Read as before (for before/after measurements);
- * =all takes the apiserver's reads from the writers too. */
+ * =peers keeps the apiserver's Reads probed (as --probe-reads), the scheduler's and etcd's not;
+ * unset or =all takes the apiserver's from the writers too. */
 static bool target__reads_via_syscall(const struct targets *ts, const struct target *t)
 {
 	const char *env = getenv("BINDTRACE_READS_VIA_SYSCALL");
 
 	if (env && strcmp(env, "0") == 0)
 		return false;
-	/* The apiserver's Reads are still probed unless BINDTRACE_READS_VIA_SYSCALL=all: taken
-	 * from the scheduler's Writes, a Binding whose read(2) record was lost to ring buffer drops
-	 * is released by a later read(2), after its answer, and opened a second timeline for its pod
-	 * (test-faults e, 4 KiB ring: 7 pods). */
-	if (!(env && strcmp(env, "all") == 0) && t->role == ROLE_APISERVER)
+	/* The apiserver's Reads are not probed by default: what it reads from the scheduler and
+	 * etcd is their Writes, and a pod created by a client that is not traced has its
+	 * create_request bounded by the apiserver's read(2)s of that client's connection
+	 * (correlator, create_from_reads). A Binding whose read(2) record is lost to ring buffer
+	 * drops is timed at the earliest it can have been (peer_feed__read), never after its
+	 * answer. */
+	if (env && strcmp(env, "peers") == 0 && t->role == ROLE_APISERVER)
+		return false;
+	/* One tracer per node (--node): a scheduler on another node may bind through this node's
+	 * apiserver, and that tracer's Writes are not seen here: the apiserver's Reads stay
+	 * probed. */
+	if (t->role == ROLE_APISERVER && ts->node && ts->node[0])
 		return false;
 	/* One tracer per node (--node): its etcd member reads raft traffic from the other nodes'
 	 * members, which are not traced here, so no Write stands for those reads: its Reads are

@@ -93,8 +93,9 @@ static const struct argp_option trace_argp_options[] = {
 	  "Wait this long after a bind's response for its watch events (default 500)", 4 },
 	{ "probe-reads", OPT_PROBE_READS, NULL, 0,
 	  "Probe the apiserver's TLS Reads even when its scheduler and etcd are traced (binds "
-	  "from schedulers that are not traced, on other nodes); the default for now, unless "
-	  "BINDTRACE_READS_VIA_SYSCALL=all (README)",
+	  "from schedulers that are not traced, on other nodes; a create's request read as "
+	  "it was, not bounded by read(2)s). By default its reads come from the traced "
+	  "writers and its read(2)s (README, Performance)",
 	  4 },
 	{ NULL, 0, NULL, 0, "Other:", 5 },
 	{ "check", OPT_CHECK, NULL, 0, "Check kernel features and privileges, then exit", 5 },
