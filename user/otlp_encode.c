@@ -375,6 +375,13 @@ static void write_leg(struct pb_writer *w, const struct bind_enc *e, const struc
 	attr_string(w, SPAN_ATTRIBUTES, "bindtrace.leg.to", l->to_name);
 	leg__between(between, sizeof(between), l->leg);
 	attr_string(w, SPAN_ATTRIBUTES, "bindtrace.leg.between", between);
+	/* A leg that begins or ends at a bound (create_request not captured) says so. */
+	if (l->from && l->from->timing)
+		attr_string(w, SPAN_ATTRIBUTES, "bindtrace.leg.from_timing",
+			    stage_timing__name((enum stage_timing)l->from->timing));
+	if (l->to && l->to->timing)
+		attr_string(w, SPAN_ATTRIBUTES, "bindtrace.leg.to_timing",
+			    stage_timing__name((enum stage_timing)l->to->timing));
 	pb_writer__end(w);
 }
 

@@ -267,6 +267,13 @@ static void pf_instant(struct perfetto *p, const struct bind_timeline *t, const 
 	json_object_set_new(args, "mono_ns", json_integer((json_int_t)st->mono_ns));
 	json_object_set_new(args, "wall_ns",
 			    json_integer((json_int_t)(st->mono_ns + p->wall_offset_ns)));
+	if (st->timing != STAGE_TIMED_MESSAGE) {
+		json_object_set_new(args, "timing",
+				    pf_string(stage_timing__name((enum stage_timing)st->timing)));
+		json_object_set_new(
+		    args, "timing_note",
+		    pf_string(stage_timing__meaning((enum stage_timing)st->timing)));
+	}
 	if (st->who.conn) {
 		json_object_set_new(args, "conn", json_integer((json_int_t)st->who.conn));
 		json_object_set_new(args, "laddr", pf_string(endpoint__str(&st->who.local).s));
