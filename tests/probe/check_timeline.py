@@ -26,6 +26,9 @@ TOP = {"schema_version": int, "seq": int, "pod": dict, "node": str, "result": st
        "drops": bool, "started_midway": bool}
 SEEN_STAGE = {"mono_ns": int, "wall_ns": int, "first_mono_ns": int, "last_mono_ns": int,
               "pid": int, "comm": str, "role": str}
+# A stage timed by a bound, not by its message (the README's "timing"): only create_request, when
+# the apiserver's Reads are not probed and its client is not traced; its note says what it is.
+TIMINGS = {"upper_bound_last_read", "upper_bound_create_txn"}
 
 
 def fail(msg):
@@ -52,6 +55,11 @@ def check_schema(b):
         for key, typ in SEEN_STAGE.items():
             if not isinstance(st.get(key), typ):
                 fail(f"stage {s}: '{key}' missing or not {typ.__name__}")
+        if "timing" in st:
+            if s != "create_request" or st["timing"] not in TIMINGS or st["role"] != "kube-apiserver":
+                fail(f"stage {s}: timing {st['timing']!r} by {st['role']}")
+            if "at the latest" not in st.get("timing_note", ""):
+                fail(f"stage {s}: timing {st['timing']!r} without a note saying it is a bound")
     for w in b["watchers"]:
         for key in ("watch_event_sent", "watch_event_received", "address", "encoding",
                     "node_before", "node_after", "pid", "comm"):
@@ -444,8 +452,30 @@ def generated(path, name, pods_file, prefix):
         fail(f"{name}: " + "; ".join(why))
     cr = b["stages"]["create_request"]
     print(f"{name} (generateName {prefix!r}): complete, node {b['node']}, revision "
-          f"{b['revision']}, create_request by {cr['comm']}({cr['pid']}), create revision "
-          f"{b['create_revision']}")
+          f"{b['revision']}, create_request by {cr['comm']}({cr['pid']}, timed by "
+          f"{cr.get('timing', 'its message')}), create revision {b['create_revision']}")
+    return b
+
+
+def untraced(path, name, pods_file, prefix):
+    """As generated, for a pod created by a client bindtrace does not trace: with the apiserver's
+    Reads not probed (the default) its create_request is the apiserver's, on the client's
+    connection, a bound said to be one, before the create's answer from etcd."""
+    b = generated(path, name, pods_file, prefix)
+    cr = b["stages"]["create_request"]
+    probed = os.environ.get("BINDTRACE_READS_VIA_SYSCALL") in ("0", "peers")
+    if probed:
+        if "timing" in cr:
+            fail(f"{name}: the apiserver's Reads probed, yet create_request timed by {cr['timing']}")
+        return
+    if cr.get("timing") not in TIMINGS:
+        fail(f"{name}: created by a client not traced, create_request timed by "
+             f"{cr.get('timing', 'its message')!r}, want a bound")
+    if cr["role"] != "kube-apiserver" or "conn" not in cr:
+        fail(f"{name}: create_request by {cr['role']}, conn {cr.get('conn')}")
+    print(f"   {name}: create_request {cr['timing']} "
+          f"({(b['stages']['create_txn_response']['mono_ns'] - cr['mono_ns']) / 1e6:.3f} ms "
+          f"before etcd answered the create)")
 
 
 def burst(path, n, pods_file, prefix="burst"):
@@ -467,6 +497,12 @@ def burst(path, n, pods_file, prefix="burst"):
     extra = sorted(set(names) - want)
     print(f"{len(binds)} timelines, {len(names)} pods, {len(bad)} wrong or incomplete, "
           f"{len(dup)} pods twice, {len(absent)} pods without one, {len(extra)} others")
+    timings = {}
+    for b in binds:
+        t = b["stages"].get("create_request", {}).get("timing", "its message")
+        timings[t] = timings.get(t, 0) + 1
+    print("   create_request timed by: " +
+          ", ".join(f"{k} {v}" for k, v in sorted(timings.items())))
     if late_fsyncs:
         print(f"   {len(late_fsyncs)} answered by their etcd member before its own WAL fsync "
               "ended (the other members' quorum made them durable)")
@@ -585,4 +621,5 @@ def report(md_path, jsonl_path):
 
 if __name__ == "__main__":
     {"one": one, "burst": burst, "unschedulable": unschedulable,
-     "report": report, "generated": generated}[sys.argv[1]](*sys.argv[2:])
+     "report": report, "generated": generated,
+     "untraced": untraced}[sys.argv[1]](*sys.argv[2:])
