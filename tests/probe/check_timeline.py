@@ -206,18 +206,21 @@ def check_create(b):
 
 def release_source(c):
     """The release's source of a k8s.io/kubernetes path: the module cache's copy at the cited
-    release (GOMODCACHE, else ~/go/pkg/mod); None when it is not there."""
-    import os
+    release (GOMODCACHE, else ~/go/pkg/mod), fetched through the module proxy (go mod download)
+    when the cache lacks it; None when it cannot be had."""
     import subprocess
-    root = os.environ.get("GOMODCACHE")
-    if not root:
-        try:
-            root = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
-                                  check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            root = os.path.expanduser("~/go/pkg/mod")
-    d = os.path.join(root, f"k8s.io/kubernetes@{c['kubernetes_version']}")
-    return d if os.path.isdir(d) else None
+    version = c["kubernetes_version"]
+    try:
+        out = subprocess.run(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"],
+                             capture_output=True, text=True, cwd="/", timeout=600)
+        d = json.loads(out.stdout or "{}").get("Dir", "")
+        if d and os.path.isdir(d):
+            return d
+        print(f"go mod download k8s.io/kubernetes@{version}: "
+              f"{(out.stdout + out.stderr).strip()[:300]}")
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        print(f"go mod download k8s.io/kubernetes@{version}: {e}")
+    return None
 
 
 def source_line(src, path, line):
@@ -225,6 +228,21 @@ def source_line(src, path, line):
     rel = rel.split("/", 1)[1] if rel.startswith("@") else rel.lstrip("/")
     lines = open(f"{src}/{rel}").read().split("\n")
     return lines, lines[line - 1]
+
+
+def expected_line(lines, func, call):
+    """The line (1-based) in the body of the function whose declaration starts with func that
+    first contains call; 0 when there is none. Read from the release's source, so each release's
+    expected line is found, not written down."""
+    inside = False
+    for i, text in enumerate(lines, 1):
+        if text.startswith(func):
+            inside = True
+        elif inside and text.startswith("}"):
+            return 0
+        if inside and call in text:
+            return i
+    return 0
 
 
 def check_citation(c, async_calls=False):
@@ -249,13 +267,21 @@ def check_citation(c, async_calls=False):
     if not src:
         fail(f"no module source of k8s.io/kubernetes@{c['kubernetes_version']} to check against")
     lines, text = source_line(src, c["file"], c["line"])
-    func = next((l for l in reversed(lines[:c["line"]]) if l.startswith("func ")), "")
-    if "RunBindPlugins(" not in text or not func.startswith("func (sched *Scheduler) bind("):
-        fail(f"{c['file']}:{c['line']} at {c['kubernetes_version']} reads {text.strip()!r} in "
-             f"{func[:60]!r}: not the bind step's call")
+    want = expected_line(lines, "func (sched *Scheduler) bind(", "RunBindPlugins(")
+    want_caller = expected_line(lines, "func (sched *Scheduler) bindingCycle(", "sched.bind(")
+    print(f"expected from the source of {c['kubernetes_version']}: schedule_one.go:{want} "
+          f"(bind calls RunBindPlugins), caller :{want_caller} (bindingCycle calls sched.bind)")
+    if not want or not want_caller:
+        fail(f"the source of {c['kubernetes_version']} has no bind step's call ({want}) or no "
+             f"binding cycle's call of it ({want_caller})")
+    if c["line"] != want:
+        fail(f"cited {c['file']}:{c['line']} ({text.strip()!r}), the bind step's call is at "
+             f":{want} in {c['kubernetes_version']}")
     _, ctext = source_line(src, caller["file"], caller["line"])
-    if "sched.bind(" not in ctext:
-        fail(f"caller line {caller['file']}:{caller['line']} reads {ctext.strip()!r}")
+    if not caller["file"].endswith("pkg/scheduler/schedule_one.go") or \
+            caller["line"] != want_caller:
+        fail(f"caller {caller['file']}:{caller['line']} ({ctext.strip()!r}), the binding "
+             f"cycle's call is at schedule_one.go:{want_caller} in {c['kubernetes_version']}")
     queued = c.get("queued")
     dispatched = [f for f in chain if f.get("goroutine") == "dispatcher"]
     if async_calls and (not queued or not dispatched or
@@ -536,10 +562,12 @@ def check_giveup(c, inspect_path):
         fail(f"no module source of k8s.io/kubernetes@{c['kubernetes_version']} to check against")
     lines, text = source_line(src, c["file"], c["line"])
     func = next((l for l in reversed(lines[:c["line"]]) if l.startswith("func ")), "")
-    if "updatePod(" not in text or \
-            not func.startswith("func (sched *Scheduler) handleSchedulingFailure("):
+    want = expected_line(lines, "func (sched *Scheduler) handleSchedulingFailure(", "updatePod(")
+    print(f"expected from the source of {c['kubernetes_version']}: schedule_one.go:{want} "
+          "(handleSchedulingFailure calls updatePod)")
+    if not want or c["line"] != want:
         fail(f"{c['file']}:{c['line']} at {c['kubernetes_version']} reads {text.strip()!r} in "
-             f"{func[:70]!r}: not the failure handler's status update")
+             f"{func[:70]!r}: the failure handler's status update is at :{want}")
     chain = c.get("chain") or []
     if not chain or not chain[-1]["function"].endswith("scheduler.updatePod"):
         fail(f"the chain does not end at updatePod: {chain[-1:]}")
