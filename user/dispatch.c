@@ -223,7 +223,8 @@ static bool may_read_from_peers(struct dispatch *d, pid_t pid, const char *comm)
 	       !strcmp(comm, process_role__name(ROLE_ETCD));
 }
 
-/* A client of the apiserver that does not read through the peer feed: nothing is queued for it. */
+/* A client of the apiserver (or of etcd) that does not read through the peer feed: nothing is
+ * queued for it. */
 static void no_reader_check(struct dispatch *d, const struct dispatch_conn *cc)
 {
 	if (cc->who.peer_pid && !may_read_from_peers(d, cc->who.peer_pid, cc->who.peer_comm))
@@ -251,8 +252,14 @@ static struct dispatch_conn *conn_of(struct dispatch *d, const struct target *t,
 	cc = dispatch__conn(d, &who, accepted ? CONN_DIR_IN : CONN_DIR_OUT, &made);
 	if (!cc || !made)
 		return cc;
-	/* The apiserver's clients on this host, named: the watchers of a bind. */
-	if (t->role != ROLE_APISERVER || !accepted) {
+	/* Its reads come from its own Read probes: nothing its peer writes is kept for it (etcd's
+	 * answers to the apiserver, the scheduler's requests). */
+	if (!t->reads_via_syscall)
+		peer_feed__no_reader(d->peer_feed, &who.remote, &who.local);
+	/* The apiserver's clients on this host, named: the watchers of a bind. etcd's too: what it
+	 * writes to a client that does not read through the peer feed (an apiserver not traced
+	 * here, etcdctl) is not kept; its other members read that way. */
+	if ((t->role != ROLE_APISERVER && t->role != ROLE_ETCD) || !accepted) {
 		peer = NULL;
 	} else if (take_known_peer(d, &cc->who)) {
 		peer = NULL;
@@ -281,18 +288,16 @@ static void deliver(void *ctx, const struct data_event *e)
 		dispatch__data(d, cc, e);
 }
 
-/* A Write is queued for the peer feed only when its reader can be one that reads through it: the
- * apiserver's Writes (to the scheduler and etcd), the others' only when the apiserver reads that
- * way. Otherwise each local connection would keep up to 4 MiB of Writes nobody releases. */
+/* Every traced writer's Write goes to the peer feed: its reader may read through it (the
+ * scheduler and etcd reading the apiserver, an etcd member reading another's raft traffic). What
+ * a reader with its own Read probes is sent is not kept: conn_of() says so at its connection's
+ * first event, and the peer feed keeps nothing for remote readers that have not read through it.
+ * Before, only the apiserver's Writes were queued unless the apiserver itself read this way, so
+ * with its Reads probed (the default) no member's raft Write reached another member's reads. */
 static void peer_feed_written(struct dispatch *d, const struct data_event *e)
 {
-	struct target *w = targets__of(d->deps.targets, (pid_t)e->hdr.pid);
-
-	if (!w)
-		return;
-	if (w->role != ROLE_APISERVER && !targets__apiserver_reads_via_syscall(d->deps.targets))
-		return;
-	peer_feed__written(d->peer_feed, e);
+	if (targets__of(d->deps.targets, (pid_t)e->hdr.pid))
+		peer_feed__written(d->peer_feed, e);
 }
 
 static void on_data(void *ctx, const struct data_event *e)
@@ -462,7 +467,8 @@ static void run_call(struct dispatch *d, const struct call_event *e)
 	correlator__call(d->deps.corr, ns, name, &ci);
 }
 
-/* Who is at the other end of a connection the apiserver accepted; traced if it can be. */
+/* Who is at the other end of a connection the apiserver (or etcd) accepted; an apiserver's
+ * client traced if it can be (a watcher). */
 static void run_peer(struct dispatch *d, const struct queued_peer *p)
 {
 	struct stream *cs = streams__find(&d->conns, (uint32_t)p->pid, p->conn, 0);
@@ -477,7 +483,8 @@ static void run_peer(struct dispatch *d, const struct queued_peer *p)
 	if (verbose)
 		print_connection(cc);
 	no_reader_check(d, cc);
-	watchers__consider(d->deps.watchers, cc->who.peer_pid);
+	if (cc->who.role == ROLE_APISERVER)
+		watchers__consider(d->deps.watchers, cc->who.peer_pid);
 }
 
 void dispatch__run_queued(struct dispatch *d)

@@ -63,26 +63,6 @@ bool targets__has(const struct targets *ts, enum process_role role)
 	return false;
 }
 
-static int targets__count(const struct targets *ts, enum process_role role)
-{
-	int i, n = 0;
-
-	for (i = 0; i < ts->n; i++)
-		n += ts->t[i].role == role;
-	return n;
-}
-
-bool targets__apiserver_reads_via_syscall(const struct targets *ts)
-{
-	int i;
-
-	for (i = 0; i < ts->n; i++)
-		if (ts->t[i].role == ROLE_APISERVER && ts->t[i].attached &&
-		    ts->t[i].reads_via_syscall)
-			return true;
-	return false;
-}
-
 /* Its reads taken from its traced peers' Writes (peerfeed.h), given the roles traced.
  * BINDTRACE_READS_VIA_SYSCALL=0 probes every Read as before (for before/after measurements);
  * =peers keeps the apiserver's Reads probed (as --probe-reads), the scheduler's and etcd's not;
@@ -109,12 +89,9 @@ static bool target__reads_via_syscall(const struct targets *ts, const struct tar
 	/* One tracer per node (--node): its etcd member reads raft traffic from the other nodes'
 	 * members, which are not traced here, so no Write stands for those reads: its Reads are
 	 * probed (the HA bed's answering member saw neither the leader's MsgApp nor its
-	 * heartbeats without them). Several members traced by one tracer: probed too; taken from
-	 * the members' Writes, no read of the peer traffic was delivered on the HA bed
-	 * (test-timeline: every follower's read of the MsgApp and the leader's of the MsgProp
-	 * missing), for a reason not found yet. */
-	if (t->role == ROLE_ETCD &&
-	    ((ts->node && ts->node[0]) || targets__count(ts, ROLE_ETCD) > 1))
+	 * heartbeats without them). Several members traced by one tracer read each other's Writes
+	 * (every member of the cluster is taken to be given then). */
+	if (t->role == ROLE_ETCD && ts->node && ts->node[0])
 		return false;
 	return peer_feed__reads_via_syscall(t->role, targets__has(ts, ROLE_SCHEDULER),
 					    targets__has(ts, ROLE_APISERVER),

@@ -277,5 +277,25 @@ int main(void)
 		CHECK_INT(h.n, 2);
 		peer_feed__free(pf);
 	}
+	/* A remote client said not to read this way takes no slot: nothing would be kept for it
+	 * anyway (its Writes count as unread), and the table stays for the connections that matter
+	 * (the apiserver marks each of its connections so, those to remote kubelets included). */
+	{
+		struct endpoint wl, wr;
+		uint8_t a[16] = { 127, 0, 0, 1 }, b[16] = { 10, 0, 0, 1 };
+
+		pf = peer_feed__new(false);
+		endpoint__set(&wl, 2, a, 40000);
+		endpoint__set(&wr, 2, b, 2379);
+		peer_feed__no_reader(pf, &wl, &wr);
+		w = write_ev(100, 1000, 0, "away", 10);
+		peer_feed__written(pf, w);
+		free(w);
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.unread, 1);
+		CHECK_INT(st.no_reader, 0);
+		CHECK_INT(st.queued, 0);
+		peer_feed__free(pf);
+	}
 	return check_summary("peerfeed");
 }
