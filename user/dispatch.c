@@ -223,8 +223,7 @@ static bool may_read_from_peers(struct dispatch *d, pid_t pid, const char *comm)
 	       !strcmp(comm, process_role__name(ROLE_ETCD));
 }
 
-/* A client of the apiserver (or of etcd) that does not read through the peer feed: nothing is
- * queued for it. */
+/* A client of the apiserver that does not read through the peer feed: nothing is queued for it. */
 static void no_reader_check(struct dispatch *d, const struct dispatch_conn *cc)
 {
 	if (cc->who.peer_pid && !may_read_from_peers(d, cc->who.peer_pid, cc->who.peer_comm))
@@ -256,10 +255,8 @@ static struct dispatch_conn *conn_of(struct dispatch *d, const struct target *t,
 	 * answers to the apiserver, the scheduler's requests). */
 	if (!t->reads_via_syscall)
 		peer_feed__no_reader(d->peer_feed, &who.remote, &who.local);
-	/* The apiserver's clients on this host, named: the watchers of a bind. etcd's too: what it
-	 * writes to a client that does not read through the peer feed (an apiserver not traced
-	 * here, etcdctl) is not kept; its other members read that way. */
-	if ((t->role != ROLE_APISERVER && t->role != ROLE_ETCD) || !accepted) {
+	/* The apiserver's clients on this host, named: the watchers of a bind. */
+	if (t->role != ROLE_APISERVER || !accepted) {
 		peer = NULL;
 	} else if (take_known_peer(d, &cc->who)) {
 		peer = NULL;
@@ -291,13 +288,18 @@ static void deliver(void *ctx, const struct data_event *e)
 /* Every traced writer's Write goes to the peer feed: its reader may read through it (the
  * scheduler and etcd reading the apiserver, an etcd member reading another's raft traffic). What
  * a reader with its own Read probes is sent is not kept: conn_of() says so at its connection's
- * first event, and the peer feed keeps nothing for remote readers that have not read through it.
- * Before, only the apiserver's Writes were queued unless the apiserver itself read this way, so
- * with its Reads probed (the default) no member's raft Write reached another member's reads. */
+ * first event. A reader not named yet is waited for long only by the apiserver's Writes (a
+ * scheduler idle or stopped since before the tracer started); the others' readers read at once
+ * when they read this way (a member), else they are clients nobody traces here (an apiserver of
+ * another node on its etcd member). Before, only the apiserver's Writes were queued unless the
+ * apiserver itself read this way, so with its Reads probed (the default) no member's raft Write
+ * reached another member's reads. */
 static void peer_feed_written(struct dispatch *d, const struct data_event *e)
 {
-	if (targets__of(d->deps.targets, (pid_t)e->hdr.pid))
-		peer_feed__written(d->peer_feed, e);
+	struct target *w = targets__of(d->deps.targets, (pid_t)e->hdr.pid);
+
+	if (w)
+		peer_feed__written(d->peer_feed, e, w->role == ROLE_APISERVER);
 }
 
 static void on_data(void *ctx, const struct data_event *e)
@@ -467,8 +469,7 @@ static void run_call(struct dispatch *d, const struct call_event *e)
 	correlator__call(d->deps.corr, ns, name, &ci);
 }
 
-/* Who is at the other end of a connection the apiserver (or etcd) accepted; an apiserver's
- * client traced if it can be (a watcher). */
+/* Who is at the other end of a connection the apiserver accepted; traced if it can be. */
 static void run_peer(struct dispatch *d, const struct queued_peer *p)
 {
 	struct stream *cs = streams__find(&d->conns, (uint32_t)p->pid, p->conn, 0);
@@ -483,8 +484,7 @@ static void run_peer(struct dispatch *d, const struct queued_peer *p)
 	if (verbose)
 		print_connection(cc);
 	no_reader_check(d, cc);
-	if (cc->who.role == ROLE_APISERVER)
-		watchers__consider(d->deps.watchers, cc->who.peer_pid);
+	watchers__consider(d->deps.watchers, cc->who.peer_pid);
 }
 
 void dispatch__run_queued(struct dispatch *d)

@@ -262,7 +262,9 @@ static void key_of_write(struct conn_key *k, const struct data_event *e)
 	memcpy(k->dst, e->raddr, sizeof(k->dst));
 }
 
-void peer_feed__written(struct peer_feed *pf, const struct data_event *e)
+static void slot_no_reader(struct peer_feed *pf, struct slot *s);
+
+void peer_feed__written(struct peer_feed *pf, const struct data_event *e, bool patient)
 {
 	uint64_t before, upto, overhead = 0;
 	struct conn_key k;
@@ -302,6 +304,12 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e)
 	if (e->tcp_seq != s->write_seq || e->offset < s->write_offset) {
 		s->write_seq = e->tcp_seq;
 		s->write_offset = e->offset;
+	}
+	if (!s->confirmed && !patient && s->queued_bytes + e->len > PEER_FEED_BRIEF_BYTES) {
+		slot_no_reader(pf, s);
+		pf->stats.no_reader++;
+		pf->stats.no_reader_bytes += e->len;
+		return;
 	}
 	while (s->head && s->queued_bytes + e->len >
 			      (s->confirmed ? PEER_FEED_MAX_QUEUED_BYTES : UNCONFIRMED_MAX_BYTES)) {
@@ -451,6 +459,11 @@ void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
 	s = slot_find(pf, &k, is_local(k.family, k.src, k.dst));
 	if (!s || s->confirmed)
 		return;
+	slot_no_reader(pf, s);
+}
+
+static void slot_no_reader(struct peer_feed *pf, struct slot *s)
+{
 	s->no_reader = true;
 	while (s->head) {
 		pf->stats.no_reader++;

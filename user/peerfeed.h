@@ -54,8 +54,14 @@ struct peer_feed *peer_feed__new(bool compare);
 void peer_feed__free(struct peer_feed *pf);
 
 /* A traced writer's data event (DIR_OUT with DATA_HAS_TCP_SEQ): copied and queued when its
- * connection's reader reads through this path. */
-void peer_feed__written(struct peer_feed *pf, const struct data_event *e);
+ * connection's reader reads through this path. On a local connection whose reader has not read
+ * yet, up to 4 MiB is kept for it when patient (the apiserver's Writes: a scheduler may be idle
+ * or stopped for long), else PEER_FEED_BRIEF_BYTES: a reader that reads this way (an etcd member
+ * reading another's raft traffic) reads at once, and one that has not read that much is taken not
+ * to (an apiserver not traced here, on its etcd member): as peer_feed__no_reader, undone by a
+ * read(2) of it. */
+#define PEER_FEED_BRIEF_BYTES (64u << 10)
+void peer_feed__written(struct peer_feed *pf, const struct data_event *e, bool patient);
 
 /* A read by a TARGET_READS_VIA_SYSCALL process: each queued Write on its connection whose last
  * byte it has reached is passed to deliver as a data event of the reader (DIR_IN, the reader's

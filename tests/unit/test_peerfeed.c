@@ -100,10 +100,10 @@ int main(void)
 
 	/* A local connection: the first Write is kept before the reader's first read(2). */
 	w = write_ev(100, 1000, 0, "hello", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	w = write_ev(200, 1000 + 5 + 22, 5, "world!", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	/* A read(2) that has not reached the first Write's last ciphertext byte releases nothing. */
 	r = read_ev(300, 1000 + 26, 127);
@@ -122,11 +122,11 @@ int main(void)
 
 	/* A Write never read expires, and the reader's stream moves past it: a gap. */
 	w = write_ev(1000, 1055, 11, "lost", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	CHECK_INT(peer_feed__expire(pf, 1000 + PEER_FEED_MAX_AGE_NS + 1), 1);
 	w = write_ev(PEER_FEED_MAX_AGE_NS + 2000, 1055 + 4 + 22, 15, "next", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	r = read_ev(PEER_FEED_MAX_AGE_NS + 3000, 1055 + 4 + 22 + 4 + 22, 127);
 	peer_feed__read(pf, &r, deliver, &g);
@@ -135,7 +135,7 @@ int main(void)
 
 	/* A remote peer that never read here: its Writes are not kept. */
 	w = write_ev(5000, 9000, 0, "remote", 10);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	peer_feed__stats(pf, &st);
 	CHECK_INT(st.unread, 1);
@@ -151,7 +151,7 @@ int main(void)
 	pf = peer_feed__new(false);
 	memset(&g, 0, sizeof(g));
 	w = write_ev(100, 5000, 0, "first", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	r = read_ev(150, 5000 + 5 + 22, 127);
 	r.len = 5 + 22;
@@ -159,10 +159,10 @@ int main(void)
 	CHECK_INT(g.n, 1);
 	CHECK_INT(g.ts[0], 150);
 	w = write_ev(200, 5027, 5, "second", 127); /* read by a read(2) that was lost */
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	w = write_ev(900, 5027 + 6 + 22, 11, "third", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	r = read_ev(1000, 5027 + 6 + 22 + 5 + 22, 127);
 	r.len = 5 + 22; /* begins after the second Write's bytes: a read between was lost */
@@ -174,10 +174,10 @@ int main(void)
 	CHECK_INT(g.ts[2], 1000);
 	/* Read just after the last one seen: timed by that one when its Write came earlier. */
 	w = write_ev(1100, 5082, 16, "fourth", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	w = write_ev(1150, 5082 + 6 + 22, 22, "fifth", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	r = read_ev(1300, 5082 + 6 + 22 + 5 + 22, 127);
 	r.len = 5 + 22;
@@ -187,7 +187,7 @@ int main(void)
 	CHECK_INT(g.ts[4], 1300);
 	/* Consecutive read(2)s: nothing retimed. */
 	w = write_ev(1400, 5137, 27, "sixth", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	r = read_ev(1500, 5137 + 5 + 22, 127);
 	r.len = 5 + 22;
@@ -203,10 +203,10 @@ int main(void)
 	pf = peer_feed__new(false);
 	memset(&g, 0, sizeof(g));
 	w = write_ev(100, 7000, 0, "abc", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	w = write_ev(200, 7000 + 3 + 22 + 4 + 22, 7, "xyz", 127); /* "LOST" at 3..6 dropped */
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	r = read_ev(300, 7000 + 3 + 22 + 4 + 22 + 3 + 22, 127);
 	peer_feed__read(pf, &r, deliver, &g);
@@ -216,11 +216,11 @@ int main(void)
 	CHECK_INT(g.first[1], 'x');
 	/* A gap before a Write that then expires unread: the stream moves past both. */
 	w = write_ev(400, 7100, 20, "gone", 127); /* 10..19 dropped */
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	CHECK_INT(peer_feed__expire(pf, 400 + PEER_FEED_MAX_AGE_NS + 1), 1);
 	w = write_ev(PEER_FEED_MAX_AGE_NS + 500, 7200, 24, "last", 127);
-	peer_feed__written(pf, w);
+	peer_feed__written(pf, w, true);
 	free(w);
 	r = read_ev(PEER_FEED_MAX_AGE_NS + 600, 7200 + 4 + 22, 127);
 	peer_feed__read(pf, &r, deliver, &g);
@@ -239,13 +239,13 @@ int main(void)
 		endpoint__set(&wl, 2, a, 40000);
 		endpoint__set(&wr, 2, a, 2379);
 		w = write_ev(100, 1000, 0, "kept", 127);
-		peer_feed__written(pf, w);
+		peer_feed__written(pf, w, true);
 		free(w);
 		peer_feed__no_reader(pf, &wl, &wr);
 		for (int i = 0; i < 1000; i++) {
 			w = write_ev(200 + (uint64_t)i, 1026 + 26 * (uint32_t)i,
 				     4 + 4 * (uint64_t)i, "more", 127);
-			peer_feed__written(pf, w);
+			peer_feed__written(pf, w, true);
 			free(w);
 		}
 		peer_feed__stats(pf, &st);
@@ -259,7 +259,7 @@ int main(void)
 		peer_feed__read(pf, &r, deliver, &h);
 		CHECK_INT(h.n, 0);
 		w = write_ev(6000, 1026 + 26 * 1000, 4004, "late", 127);
-		peer_feed__written(pf, w);
+		peer_feed__written(pf, w, true);
 		free(w);
 		r = read_ev(7000, 1026 + 26 * 1001, 127);
 		peer_feed__read(pf, &r, deliver, &h);
@@ -270,7 +270,7 @@ int main(void)
 		/* A reader that has read this way keeps its Writes whatever is said of it. */
 		peer_feed__no_reader(pf, &wl, &wr);
 		w = write_ev(8000, 1026 + 26 * 1001, 4008, "kept", 127);
-		peer_feed__written(pf, w);
+		peer_feed__written(pf, w, true);
 		free(w);
 		r = read_ev(9000, 1026 + 26 * 1002, 127);
 		peer_feed__read(pf, &r, deliver, &h);
@@ -289,12 +289,59 @@ int main(void)
 		endpoint__set(&wr, 2, b, 2379);
 		peer_feed__no_reader(pf, &wl, &wr);
 		w = write_ev(100, 1000, 0, "away", 10);
-		peer_feed__written(pf, w);
+		peer_feed__written(pf, w, true);
 		free(w);
 		peer_feed__stats(pf, &st);
 		CHECK_INT(st.unread, 1);
 		CHECK_INT(st.no_reader, 0);
 		CHECK_INT(st.queued, 0);
+		peer_feed__free(pf);
+	}
+	/* Not patient (a writer other than the apiserver): a local reader that has not read
+	 * PEER_FEED_BRIEF_BYTES is taken not to read this way (an untraced apiserver on its etcd
+	 * member); what was kept is freed, counted as not kept, not as lost; a read(2) of it after
+	 * all is followed again. */
+	{
+		struct got h = { 0 };
+		char big[4097];
+		uint32_t seq = 1000;
+		uint64_t off = 0;
+		int i;
+
+		memset(big, 'b', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		pf = peer_feed__new(false);
+		for (i = 0; i < 16; i++) { /* 64 KiB: all kept */
+			w = write_ev(100 + (uint64_t)i, seq, off, big, 127);
+			peer_feed__written(pf, w, false);
+			free(w);
+			seq += 4096 + 22;
+			off += 4096;
+		}
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.queued, 16);
+		CHECK_INT(st.no_reader, 0);
+		w = write_ev(200, seq, off, big, 127);
+		peer_feed__written(pf, w, false);
+		free(w);
+		seq += 4096 + 22;
+		off += 4096;
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.no_reader, 17);
+		CHECK_INT(st.dropped_bytes, 0);
+		CHECK_INT(st.overflow + st.expired, 0);
+		r = read_ev(300, seq, 127);
+		peer_feed__read(pf, &r, deliver, &h);
+		CHECK_INT(h.n, 0);
+		w = write_ev(400, seq, off, "late", 127);
+		peer_feed__written(pf, w, false);
+		free(w);
+		r = read_ev(500, seq + 4 + 22, 127);
+		peer_feed__read(pf, &r, deliver, &h);
+		CHECK_INT(h.n, 1);
+		CHECK_INT(h.first[0], 'l');
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.reader_came, 1);
 		peer_feed__free(pf);
 	}
 	return check_summary("peerfeed");
