@@ -21,3 +21,41 @@ finish() {
 	echo "$checks_passed passed, $checks_failed failed"
 	[ "$checks_failed" -eq 0 ]
 }
+# A bed of several etcd members (`cluster env` evaluated; CP_ETCD_PID the member of the node
+# under test). etcd's JSON gateway, as a client of the bed (its CA and client certificate).
+etcd_api() { # ENDPOINT PATH JSON
+	curl -s --max-time 10 --cacert "$CP_ETCD_CACERT" --cert "$CP_ETCD_CERT" --key "$CP_ETCD_KEY" \
+		-X POST "$1$2" -d "$3"
+}
+# member_of ENDPOINT: its member id (decimal, as the gateway writes it); leader_of ENDPOINT.
+member_of() { etcd_api "$1" /v3/maintenance/status '{}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["member_id"])'; }
+leader_of() { etcd_api "$1" /v3/maintenance/status '{}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])'; }
+# lead WHO: makes the active node's etcd member the leader (WHO=active) or a follower
+# (WHO=other), so that the apiserver's Txn is answered by the leader or forwarded by a follower.
+lead() {
+	local eps active_ep="" ep i=0 mine leader target=""
+	IFS=, read -ra eps <<<"$CP_ETCD_ENDPOINTS"
+	for ep in "${eps[@]}"; do
+		i=$((i + 1))
+		local v=CP_ETCD_PID_$i
+		[ "${!v}" = "$CP_ETCD_PID" ] && active_ep=$ep
+	done
+	mine=$(member_of "$active_ep") || return 1
+	leader=$(leader_of "$active_ep") || return 1
+	if [ "$1" = active ]; then
+		[ "$leader" = "$mine" ] && return 0
+		target=$mine
+	else
+		[ "$leader" != "$mine" ] && return 0
+		for ep in "${eps[@]}"; do [ "$ep" != "$active_ep" ] && target=$(member_of "$ep") && break; done
+	fi
+	for ep in "${eps[@]}"; do
+		[ "$(member_of "$ep")" = "$leader" ] &&
+			etcd_api "$ep" /v3/maintenance/transfer-leadership "{\"targetID\":\"$target\"}" >/dev/null
+	done
+	for _ in $(seq 50); do
+		[ "$(leader_of "$active_ep")" = "$target" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}

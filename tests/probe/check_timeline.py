@@ -518,6 +518,21 @@ def burst(path, n, pods_file, prefix="burst"):
         why = problems(b, truth)
         if why:
             bad.append((b["pod"]["name"], why))
+    # BURST_WATCHER_PID: a `kubectl get pods -w` ran through the burst: each bind's MODIFIED
+    # frame to it, received, with the bind's node.
+    kpid = os.environ.get("BURST_WATCHER_PID")
+    if kpid:
+        seen = 0
+        for b in binds:
+            got = [w for w in b["watchers"] if str(w["pid"]) == kpid and
+                   w["node_after"] == b["node"] and
+                   "missing" not in w["watch_event_received"]]
+            if got:
+                seen += 1
+            else:
+                bad.append((b["pod"]["name"], [f"kubectl -w (pid {kpid}) not a watcher that "
+                                               f"received the bind's frame"]))
+        print(f"   kubectl -w (pid {kpid}) received the bind's frame in {seen} of {len(binds)}")
     dup = sorted(k for k, v in names.items() if len(v) > 1)
     absent = sorted(want - set(names))
     extra = sorted(set(names) - want)
