@@ -63,6 +63,17 @@ bool targets__has(const struct targets *ts, enum process_role role)
 	return false;
 }
 
+bool targets__apiserver_reads_via_syscall(const struct targets *ts)
+{
+	int i;
+
+	for (i = 0; i < ts->n; i++)
+		if (ts->t[i].role == ROLE_APISERVER && ts->t[i].attached &&
+		    ts->t[i].reads_via_syscall)
+			return true;
+	return false;
+}
+
 /* Its reads taken from its traced peers' Writes (peerfeed.h), given the roles traced.
  * BINDTRACE_READS_VIA_SYSCALL=0 probes every Read as before (for before/after measurements);
  * =peers keeps the apiserver's Reads probed (as --probe-reads), the scheduler's and etcd's not;

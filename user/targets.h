@@ -96,6 +96,8 @@ bool targets__on_node(const struct targets *ts, pid_t pid);
 int targets__attach_all(struct targets *ts, struct session *session);
 struct target *targets__of(struct targets *ts, pid_t pid);
 bool targets__has(const struct targets *ts, enum process_role role);
+/* Whether an attached apiserver reads through the peer feed (peerfeed.h). */
+bool targets__apiserver_reads_via_syscall(const struct targets *ts);
 /* BINDTRACE_READS_VIA_SYSCALL_COMPARE=1 in the environment (measurement): readers through the
  * peer feed keep their Read probes, and the feed compares the two (peer_feed__new). */
 bool targets__reads_compare(void);
