@@ -737,6 +737,10 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
 		return 0;
 	if (is_write)
 		st->last_write_sig = 0; /* the ciphertext of the last Write: the next one is new */
+	/* Any process's write reaches here when the TLS probes take every process (capture --exe):
+	 * for the line above only. Nothing of a process that is no target is captured. */
+	if (!target)
+		return 0;
 	/* Its TLS Reads are not probed: every socket read is timed by its sequence numbers (all
 	 * of such a process's TCP is taken as TLS, as on a control plane). */
 	if (!is_write && reads_via_syscall(id >> 32)) {
