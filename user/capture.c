@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "capture_json.h"
 #include "commands.h"
 #include "discover.h"
 #include "endpoint.h"
@@ -47,6 +48,9 @@ struct proc_stats {
 	pid_t pid;
 	char comm[17];
 	uint64_t events, bytes_out, bytes_in, gaps, gap_bytes;
+	/* --json: the comm last seen in its events (a thread may rename itself), quoted */
+	char json_comm[TASK_COMM_LEN];
+	char json_comm_quoted[CAPTURE_JSON_QUOTED_COMM];
 };
 
 struct capture_state {
@@ -61,6 +65,9 @@ struct capture_state {
 	int64_t wall_offset_ns;
 	uint64_t next_scan_ns;
 	bool stream_table_full;
+	bool write_failed;
+	/* --json: one line is built here (sized for the largest event) and written in one go */
+	char *line;
 };
 
 enum {
@@ -237,37 +244,34 @@ static void print_json(json_t *o)
 	json_decref(o);
 }
 
-static const char *dir_name(const struct data_event *e)
+/* The quoted comm for e's line: kept per process and quoted again only when it changes. */
+static const char *json_comm(struct proc_stats *ps, const struct data_event *e, char *spare)
 {
-	return e->dir == DIR_OUT ? "out" : "in";
+	char comm[TASK_COMM_LEN + 1];
+
+	if (ps && ps->json_comm_quoted[0] && !memcmp(ps->json_comm, e->hdr.comm, TASK_COMM_LEN))
+		return ps->json_comm_quoted;
+	snprintf(comm, sizeof(comm), "%.16s", e->hdr.comm);
+	if (!ps) { /* the process table is full */
+		capture_json__quote(comm, spare, CAPTURE_JSON_QUOTED_COMM);
+		return spare;
+	}
+	memcpy(ps->json_comm, e->hdr.comm, TASK_COMM_LEN);
+	capture_json__quote(comm, ps->json_comm_quoted, sizeof(ps->json_comm_quoted));
+	return ps->json_comm_quoted;
 }
 
-static void print_json_data(struct capture_state *st, const struct data_event *e, const char *comm,
-			    const char *laddr, const char *raddr, uint64_t missed)
+/* The gap (if any) and the data line, built in st->line and written with one fwrite. */
+static void print_json_data(struct capture_state *st, struct proc_stats *ps,
+			    const struct data_event *e, const char *laddr, const char *raddr,
+			    uint64_t missed)
 {
-	char *b64 = malloc(4 * ((size_t)e->len / 3 + 1) + 1);
-	size_t n;
+	char spare[CAPTURE_JSON_QUOTED_COMM], *end = st->line;
 
 	if (missed)
-		print_json(json_pack("{s:I, s:I, s:i, s:I, s:s, s:I}", "gap", (json_int_t)missed,
-				     "ts_ns", (json_int_t)e->hdr.ts_ns, "pid", (int)e->hdr.pid,
-				     "conn", (json_int_t)e->conn, "dir", dir_name(e), "offset",
-				     (json_int_t)(e->offset - missed)));
-	if (!b64) {
-		fprintf(stderr, "bindtrace: capture: out of memory\n");
-		return;
-	}
-	n = util__base64_encode(e->data, e->len, b64);
-	print_json(json_pack("{s:I, s:I, s:i, s:i, s:o, s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:i, "
-			     "s:s%}",
-			     "ts_ns", (json_int_t)e->hdr.ts_ns, "wall_ns",
-			     (json_int_t)(e->hdr.ts_ns + st->wall_offset_ns), "pid",
-			     (int)e->hdr.pid, "tid", (int)e->hdr.tid, "comm",
-			     util__json_string(comm), "conn", (json_int_t)e->conn, "fd", e->fd,
-			     "laddr", laddr, "raddr", raddr, "dir", dir_name(e), "source",
-			     e->source == SOURCE_TLS ? "tls" : "tcp", "offset",
-			     (json_int_t)e->offset, "len", (int)e->len, "data", b64, n));
-	free(b64);
+		end = capture_json__gap(end, e, missed);
+	end = capture_json__data(end, e, st->wall_offset_ns, json_comm(ps, e, spare), laddr, raddr);
+	fwrite(st->line, 1, (size_t)(end - st->line), stdout);
 }
 
 static void on_fsync(void *ctx, const struct fsync_event *e)
@@ -329,7 +333,7 @@ static void on_data(void *ctx, const struct data_event *e)
 	}
 
 	if (st->opt->json) {
-		print_json_data(st, e, comm, laddr, raddr, missed);
+		print_json_data(st, ps, e, laddr, raddr, missed);
 		return;
 	}
 	if (missed)
@@ -460,7 +464,11 @@ static void between_reads(void *ctx, uint64_t now)
 		scan_exe_processes(st);
 		st->next_scan_ns = now + 200000000ull;
 	}
-	fflush(stdout);
+	if ((fflush(stdout) || ferror(stdout)) && !st->write_failed) {
+		fprintf(stderr, "bindtrace: capture: writing the output: %s\n", strerror(errno));
+		st->write_failed = true;
+		session__stop(st->session);
+	}
 }
 
 static void print_stats(struct capture_state *st)
@@ -512,8 +520,18 @@ int cmd_capture(int argc, char **argv)
 	util__setup_libbpf_log();
 	if (selfcheck__preflight("bindtrace: capture") || check_inputs(&st))
 		return 1;
+	/* --json: lines go out in large writes (an event of MAX_CHUNK bytes is a 22 KB line) */
+	if (opt.json) {
+		st.line = malloc(CAPTURE_JSON_GAP_SIZE + capture_json__data_size(MAX_CHUNK));
+		if (!st.line || setvbuf(stdout, NULL, _IOFBF, 1 << 20)) {
+			fprintf(stderr, "bindtrace: capture: out of memory\n");
+			free(st.line);
+			return 1;
+		}
+	}
 	if (streams__init(&st.streams, 65536)) {
 		fprintf(stderr, "bindtrace: capture: out of memory\n");
+		free(st.line);
 		return 1;
 	}
 	sopt.ringbuf_bytes = opt.ringbuf_bytes;
@@ -528,16 +546,19 @@ int cmd_capture(int argc, char **argv)
 	between_reads(&st, util__monotonic_ns());
 	deadline = opt.duration_s ? util__monotonic_ns() + opt.duration_s * 1000000000ull : 0;
 	err = session__run(st.session, &handlers, deadline);
-	fflush(stdout);
+	between_reads(&st, 0); /* the last lines out, or the error that kept them in */
 	if (!err) {
 		print_stats(&st);
 		session__print_probe_hits(st.session, stderr);
 	}
+	if (st.write_failed)
+		err = -EIO;
 cleanup:
 	for (i = 0; i < st.n_atts; i++)
 		tls_attachment__detach(&st.atts[i]);
 	free(st.atts);
 	session__close(st.session);
 	streams__free(&st.streams);
+	free(st.line);
 	return err ? 1 : 0;
 }
