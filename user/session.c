@@ -279,6 +279,21 @@ uint64_t session__events(const struct session *s)
 	return s->events;
 }
 
+uint64_t session__counter(struct session *s, __u32 k)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	__u64 values[256];
+	uint64_t sum = 0;
+
+	if (ncpu <= 0 || ncpu > 256 ||
+	    bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), values,
+				 sizeof(*values) * (size_t)ncpu, 0))
+		return 0;
+	for (i = 0; i < ncpu; i++)
+		sum += values[i];
+	return sum;
+}
+
 void session__counters(struct session *s, uint64_t out[COUNTER_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus(), i;

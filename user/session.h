@@ -79,6 +79,9 @@ void session__stop(struct session *s);
 uint64_t session__events(const struct session *s);
 /* The BPF programs' counters (enum capture_counter), summed over CPUs. */
 void session__counters(struct session *s, uint64_t out[COUNTER_MAX]);
+/* One of them (COUNTER_RINGBUF_DROPS each tick: one map lookup rather than COUNTER_MAX); 0 when it
+ * cannot be read. */
+uint64_t session__counter(struct session *s, __u32 counter);
 
 /* With BINDTRACE_PROBE_HITS=1 in the environment (measurement, read when the session opened:
  * it costs a hash update per program run), every capture program's runs, ring buffer records and

@@ -378,12 +378,11 @@ static void between_reads(void *ctx, uint64_t now)
 	dispatch__run_queued(tr->dispatch);
 	sockets__refresh(tr->sockets, now);
 	if (now >= tr->next_tick) {
-		uint64_t counters[COUNTER_MAX];
+		uint64_t drops = session__counter(tr->session, COUNTER_RINGBUF_DROPS);
 
-		session__counters(tr->session, counters);
-		if (counters[COUNTER_RINGBUF_DROPS] != tr->drops_seen) {
+		if (drops != tr->drops_seen) {
 			correlator__drops(tr->corr, tr->drops_read_ns, now);
-			tr->drops_seen = counters[COUNTER_RINGBUF_DROPS];
+			tr->drops_seen = drops;
 		}
 		tr->drops_read_ns = now;
 		correlator__tick(tr->corr, now, false);
