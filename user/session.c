@@ -316,6 +316,24 @@ void session__counters(struct session *s, uint64_t out[COUNTER_MAX])
 	free(values);
 }
 
+void session__close_links(struct session *s, struct bpf_link **links, size_t n, const int *fds,
+			  size_t n_fds)
+{
+	struct bpf_link **all = calloc(n + s->n_tracepoints + 1, sizeof(*all));
+
+	if (!all) {
+		links__close_all(links, n, fds, n_fds);
+		return; /* the tracepoints are closed by session__close */
+	}
+	if (n)
+		memcpy(all, links, n * sizeof(*all));
+	if (s->n_tracepoints)
+		memcpy(all + n, s->tracepoints, s->n_tracepoints * sizeof(*all));
+	links__close_all(all, n + s->n_tracepoints, fds, n_fds);
+	free(all);
+	s->n_tracepoints = 0;
+}
+
 void session__close(struct session *s)
 {
 	if (!s)

@@ -716,6 +716,10 @@ void targets__close(struct targets *ts)
 		go_binary__close(t->gb);
 		t->gb = NULL;
 	}
-	links__close_all(all, n_all, fds, n_fds);
+	/* The session's tracepoints with them: one grace period's wait instead of two. */
+	if (ts->session)
+		session__close_links(ts->session, all, n_all, fds, n_fds);
+	else
+		links__close_all(all, n_all, fds, n_fds);
 	free(all);
 }

@@ -113,7 +113,8 @@ int targets__attach_watcher(struct targets *ts, pid_t pid);
  * an attached target's /proc entries are read when its pidfd says it exited, or once a second
  * (a pid that ran another binary), else it costs one poll(2) for all. */
 void targets__check_restarts(struct targets *ts);
-/* Everything detached and closed; waits for the reaper. */
+/* Everything detached and closed, with the session's tracepoints (session__close_links); waits
+ * for the reaper. */
 void targets__close(struct targets *ts);
 
 #endif
