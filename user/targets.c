@@ -323,7 +323,7 @@ static void pidfd_set(struct targets *ts, const struct target *t, int fd)
 
 static int attach_target(struct targets *ts, struct target *t)
 {
-	uint64_t start = util__monotonic_ns();
+	uint64_t start = util__monotonic_ns(), read_ns, tls_ns;
 	char path[64], why[512];
 	int err;
 
@@ -331,6 +331,7 @@ static int attach_target(struct targets *ts, struct target *t)
 	err = read_binary(t, path);
 	if (err)
 		return err;
+	read_ns = util__monotonic_ns();
 	t->reads_via_syscall = target__reads_via_syscall(ts, t);
 	err = session__add_target_flags(ts->session, t->proc.pid, t->role == ROLE_ETCD,
 					t->reads_via_syscall);
@@ -347,12 +348,21 @@ static int attach_target(struct targets *ts, struct target *t)
 		attach_failed(t, why);
 		return err;
 	}
+	tls_ns = util__monotonic_ns();
 	if (t->role == ROLE_SCHEDULER)
 		probe_bind_call(ts, t, path);
 	/* Opening validated every pclntab entry: give those pages back before the next target, so
 	 * the peak holds one binary's, and citations later fault in only what they read. */
 	go_binary__release(t->gb);
 	t->attach_ns = util__monotonic_ns() - start;
+	if (verbose)
+		fprintf(
+		    stderr,
+		    "bindtrace: %s pid %d attached in %.1f ms: binary read and checked %.1f, TLS "
+		    "probes %.1f, bind call probes %.1f\n",
+		    process_role__name(t->role), t->proc.pid, (double)t->attach_ns / 1e6,
+		    (double)(read_ns - start) / 1e6, (double)(tls_ns - read_ns) / 1e6,
+		    (double)(start + t->attach_ns - tls_ns) / 1e6);
 	t->attached = true;
 	pidfd_set(ts, t, (int)syscall(SYS_pidfd_open, t->proc.pid, 0));
 	if (ts->on.attached)
