@@ -50,6 +50,7 @@ struct slot {
 	bool read_known;      /* read_seq and read_ns hold the last read(2) seen */
 	uint32_t read_seq;    /* the sequence number it reached (copied_seq) */
 	uint64_t read_ns;
+	uint32_t live_index; /* its place in peer_feed.live while SLOT_USED */
 };
 
 #define COMPARE_PENDING 256
@@ -71,6 +72,10 @@ struct compare {
 
 struct peer_feed {
 	struct slot slots[SLOTS];
+	/* The slots in use, so that expiring (every tick) visits tens of connections rather than
+	 * every slot of the table (11% of an idle tracer's CPU went to that scan). */
+	uint32_t live[SLOTS];
+	uint32_t n_live;
 	struct peer_feed_stats stats;
 	struct compare *compare;
 };
@@ -135,7 +140,18 @@ static struct slot *slot_find(struct peer_feed *pf, const struct conn_key *k, bo
 	memset(reuse, 0, sizeof(*reuse));
 	reuse->key = *k;
 	reuse->state = SLOT_USED;
+	reuse->live_index = pf->n_live;
+	pf->live[pf->n_live++] = (uint32_t)(reuse - pf->slots);
 	return reuse;
+}
+
+static void slot_delete(struct peer_feed *pf, struct slot *s)
+{
+	uint32_t last = pf->live[--pf->n_live];
+
+	pf->live[s->live_index] = last;
+	pf->slots[last].live_index = s->live_index;
+	s->state = SLOT_DELETED;
 }
 
 struct peer_feed *peer_feed__new(bool compare)
@@ -427,19 +443,18 @@ void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 uint64_t peer_feed__expire(struct peer_feed *pf, uint64_t now)
 {
 	uint64_t dropped = 0;
-	size_t i;
+	uint32_t i;
 
-	for (i = 0; i < SLOTS; i++) {
-		struct slot *s = &pf->slots[i];
+	/* Backwards: deleting moves the last live slot into the place of the one deleted. */
+	for (i = pf->n_live; i-- > 0;) {
+		struct slot *s = &pf->slots[pf->live[i]];
 
-		if (s->state != SLOT_USED)
-			continue;
 		while (s->head && s->head->ts_ns + PEER_FEED_MAX_AGE_NS < now) {
 			drop_head(pf, s);
 			dropped++;
 		}
 		if (!s->head && s->last_ns + IDLE_NS < now)
-			s->state = SLOT_DELETED;
+			slot_delete(pf, s);
 	}
 	pf->stats.expired += dropped;
 	return dropped;

@@ -279,6 +279,21 @@ uint64_t session__events(const struct session *s)
 	return s->events;
 }
 
+uint64_t session__counter(struct session *s, __u32 k)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	__u64 values[256];
+	uint64_t sum = 0;
+
+	if (ncpu <= 0 || ncpu > 256 ||
+	    bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), values,
+				 sizeof(*values) * (size_t)ncpu, 0))
+		return 0;
+	for (i = 0; i < ncpu; i++)
+		sum += values[i];
+	return sum;
+}
+
 void session__counters(struct session *s, uint64_t out[COUNTER_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus(), i;
@@ -299,6 +314,24 @@ void session__counters(struct session *s, uint64_t out[COUNTER_MAX])
 			out[k] += values[i];
 	}
 	free(values);
+}
+
+void session__close_links(struct session *s, struct bpf_link **links, size_t n, const int *fds,
+			  size_t n_fds)
+{
+	struct bpf_link **all = calloc(n + s->n_tracepoints + 1, sizeof(*all));
+
+	if (!all) {
+		links__close_all(links, n, fds, n_fds);
+		return; /* the tracepoints are closed by session__close */
+	}
+	if (n)
+		memcpy(all, links, n * sizeof(*all));
+	if (s->n_tracepoints)
+		memcpy(all + n, s->tracepoints, s->n_tracepoints * sizeof(*all));
+	links__close_all(all, n + s->n_tracepoints, fds, n_fds);
+	free(all);
+	s->n_tracepoints = 0;
 }
 
 void session__close(struct session *s)

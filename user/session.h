@@ -27,6 +27,7 @@
 #define SESSION_POLL_MS 10
 
 struct capture_bpf;
+struct bpf_link;
 
 struct session_options {
 	const char *name;	     /* starts each error line: "bindtrace", "bindtrace: capture" */
@@ -79,11 +80,20 @@ void session__stop(struct session *s);
 uint64_t session__events(const struct session *s);
 /* The BPF programs' counters (enum capture_counter), summed over CPUs. */
 void session__counters(struct session *s, uint64_t out[COUNTER_MAX]);
+/* One of them (COUNTER_RINGBUF_DROPS each tick: one map lookup rather than COUNTER_MAX); 0 when it
+ * cannot be read. */
+uint64_t session__counter(struct session *s, __u32 counter);
 
 /* With BINDTRACE_PROBE_HITS=1 in the environment (measurement, read when the session opened:
  * it costs a hash update per program run), every capture program's runs, ring buffer records and
  * bytes per process, one line each to out; nothing otherwise. */
 void session__print_probe_hits(struct session *s, FILE *out);
+
+/* Closes the tracepoints together with n links and n_fds link fds of the caller's (the targets'
+ * uprobes), all at once (links__close_all): each close waits for a grace period, and two batches
+ * one after the other waited for two. session__close then has only the BPF object to close. */
+void session__close_links(struct session *s, struct bpf_link **links, size_t n, const int *fds,
+			  size_t n_fds);
 
 /* Detaches the tracepoints (all at once: links__close_all) and frees everything; NULL is
  * fine. */

@@ -1,9 +1,11 @@
 /* The traced processes: found, attached, replaced when they restart. See targets.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -23,6 +25,7 @@
  * all of them in practice. Only TARGETS_PER_ROLE were, and beside several control planes the
  * restarted process, often the newest, was not among the first found in /proc. */
 #define MAX_REPLACEMENT_CANDIDATES 128
+#define FULL_CHECK_NS 1000000000ull /* /proc read for every target, pidfd or not */
 
 /* Where the scheduler's bind call is probed, best first. The object register follows Go's
  * ABIInternal: (*pods).Bind(ctx, binding, opts): RAX recv, RBX+RCX ctx, RDI binding. */
@@ -37,7 +40,11 @@ static const struct bind_probe {
 
 void targets__init(struct targets *ts, const struct targets_listener *on)
 {
+	int i;
+
 	memset(ts, 0, sizeof(*ts));
+	for (i = 0; i < TARGETS_MAX; i++)
+		ts->pidfd[i] = -1;
 	link_reaper__init(&ts->reaper);
 	if (on)
 		ts->on = *on;
@@ -304,9 +311,19 @@ static void probe_bind_call(struct targets *ts, struct target *t, const char *pa
 		    t->proc.pid);
 }
 
+/* t's pidfd replaced by fd (-1: none; a kernel without pidfd_open is read as before). */
+static void pidfd_set(struct targets *ts, const struct target *t, int fd)
+{
+	int *slot = &ts->pidfd[t - ts->t];
+
+	if (*slot >= 0)
+		close(*slot);
+	*slot = fd < 0 ? -1 : fd;
+}
+
 static int attach_target(struct targets *ts, struct target *t)
 {
-	uint64_t start = util__monotonic_ns();
+	uint64_t start = util__monotonic_ns(), read_ns, tls_ns;
 	char path[64], why[512];
 	int err;
 
@@ -314,6 +331,7 @@ static int attach_target(struct targets *ts, struct target *t)
 	err = read_binary(t, path);
 	if (err)
 		return err;
+	read_ns = util__monotonic_ns();
 	t->reads_via_syscall = target__reads_via_syscall(ts, t);
 	err = session__add_target_flags(ts->session, t->proc.pid, t->role == ROLE_ETCD,
 					t->reads_via_syscall);
@@ -330,13 +348,23 @@ static int attach_target(struct targets *ts, struct target *t)
 		attach_failed(t, why);
 		return err;
 	}
+	tls_ns = util__monotonic_ns();
 	if (t->role == ROLE_SCHEDULER)
 		probe_bind_call(ts, t, path);
 	/* Opening validated every pclntab entry: give those pages back before the next target, so
 	 * the peak holds one binary's, and citations later fault in only what they read. */
 	go_binary__release(t->gb);
 	t->attach_ns = util__monotonic_ns() - start;
+	if (verbose)
+		fprintf(
+		    stderr,
+		    "bindtrace: %s pid %d attached in %.1f ms: binary read and checked %.1f, TLS "
+		    "probes %.1f, bind call probes %.1f\n",
+		    process_role__name(t->role), t->proc.pid, (double)t->attach_ns / 1e6,
+		    (double)(read_ns - start) / 1e6, (double)(tls_ns - read_ns) / 1e6,
+		    (double)(start + t->attach_ns - tls_ns) / 1e6);
 	t->attached = true;
+	pidfd_set(ts, t, (int)syscall(SYS_pidfd_open, t->proc.pid, 0));
 	if (ts->on.attached)
 		ts->on.attached(ts->on.ctx, t);
 	return 0;
@@ -504,6 +532,7 @@ static void detach_target(struct targets *ts, struct target *t)
 	t->gb = NULL;
 	session__remove_target(ts->session, t->proc.pid);
 	t->attached = false;
+	pidfd_set(ts, t, -1);
 	if (ts->on.detached)
 		ts->on.detached(ts->on.ctx, t);
 }
@@ -564,12 +593,28 @@ static void release_watcher(struct targets *ts, pid_t pid, const struct target *
 void targets__check_restarts(struct targets *ts)
 {
 	struct process_info now, next;
+	struct pollfd alive[TARGETS_MAX];
+	uint64_t now_ns = util__monotonic_ns();
+	bool full = now_ns >= ts->next_full_check_ns;
 	int i;
 
+	if (full)
+		ts->next_full_check_ns = now_ns + FULL_CHECK_NS;
+	for (i = 0; i < ts->n; i++) {
+		alive[i].fd = ts->t[i].attached ? ts->pidfd[i] : -1; /* -1: not polled */
+		alive[i].events = POLLIN;
+		alive[i].revents = 0;
+	}
+	if (!full && ts->n && poll(alive, (nfds_t)ts->n, 0) < 0)
+		full = true;
 	for (i = 0; i < ts->n; i++) {
 		struct target *t = &ts->t[i];
 		pid_t old = t->proc.pid;
 
+		/* Still running, says its pidfd: nothing to read. */
+		if (!full && t->attached && alive[i].fd >= 0 && alive[i].fd == ts->pidfd[i] &&
+		    !alive[i].revents)
+			continue;
 		if (t->attached && discover__process(t->proc.pid, &now) == 0 &&
 		    strcmp(now.exe, t->proc.exe) == 0)
 			continue;
@@ -669,6 +714,7 @@ void targets__close(struct targets *ts)
 		struct target *t = &ts->t[i];
 		struct bpf_link **links = target__take_links(t, &n, fds + n_fds, &k);
 
+		pidfd_set(ts, t, -1);
 		n_fds += k;
 		for (k = 0; links && k < n; k++) {
 			if (all && n_all < (size_t)ts->n * (TLSPROBE_MAX_RETS + 5))
@@ -680,6 +726,10 @@ void targets__close(struct targets *ts)
 		go_binary__close(t->gb);
 		t->gb = NULL;
 	}
-	links__close_all(all, n_all, fds, n_fds);
+	/* The session's tracepoints with them: one grace period's wait instead of two. */
+	if (ts->session)
+		session__close_links(ts->session, all, n_all, fds, n_fds);
+	else
+		links__close_all(all, n_all, fds, n_fds);
 	free(all);
 }

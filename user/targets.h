@@ -63,6 +63,10 @@ struct targets_listener {
 struct targets {
 	struct target t[TARGETS_MAX];
 	int n;
+	/* t[i]'s process while attached (-1: none): it polls readable once the process exits, so
+	 * that the restart check reads /proc only then, and once a second for a changed binary. */
+	int pidfd[TARGETS_MAX];
+	uint64_t next_full_check_ns;
 	struct session *session;
 	struct link_reaper reaper;
 	struct targets_listener on;
@@ -105,9 +109,12 @@ bool targets__reads_compare(void);
  * every slot is taken (nothing tried); another negative errno when it is not a Go TLS program or
  * is gone (said only with -v). */
 int targets__attach_watcher(struct targets *ts, pid_t pid);
-/* Exited targets detached, replaced by their restarts when found (called ten times a second). */
+/* Exited targets detached, replaced by their restarts when found (called ten times a second):
+ * an attached target's /proc entries are read when its pidfd says it exited, or once a second
+ * (a pid that ran another binary), else it costs one poll(2) for all. */
 void targets__check_restarts(struct targets *ts);
-/* Everything detached and closed; waits for the reaper. */
+/* Everything detached and closed, with the session's tracepoints (session__close_links); waits
+ * for the reaper. */
 void targets__close(struct targets *ts);
 
 #endif

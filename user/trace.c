@@ -52,6 +52,18 @@ struct tracer {
 	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
 
+/* --verbose: how long each step of the start and of the exit took (issue 15: attach <= 100 ms
+ * per binary, exit <= 0.5 s after Ctrl-C). */
+static void step_done(const char *phase, const char *what, uint64_t *t)
+{
+	uint64_t now = util__monotonic_ns();
+
+	if (verbose)
+		fprintf(stderr, "bindtrace: %s: %s in %.1f ms\n", phase, what,
+			(double)(now - *t) / 1e6);
+	*t = now;
+}
+
 static void on_known_peer(void *ctx, pid_t api, uint64_t conn, pid_t peer)
 {
 	struct tracer *tr = ctx;
@@ -378,12 +390,11 @@ static void between_reads(void *ctx, uint64_t now)
 	dispatch__run_queued(tr->dispatch);
 	sockets__refresh(tr->sockets, now);
 	if (now >= tr->next_tick) {
-		uint64_t counters[COUNTER_MAX];
+		uint64_t drops = session__counter(tr->session, COUNTER_RINGBUF_DROPS);
 
-		session__counters(tr->session, counters);
-		if (counters[COUNTER_RINGBUF_DROPS] != tr->drops_seen) {
+		if (drops != tr->drops_seen) {
 			correlator__drops(tr->corr, tr->drops_read_ns, now);
-			tr->drops_seen = counters[COUNTER_RINGBUF_DROPS];
+			tr->drops_seen = drops;
 		}
 		tr->drops_read_ns = now;
 		correlator__tick(tr->corr, now, false);
@@ -421,7 +432,7 @@ static void on_hangup(void *ctx)
 static int run(struct tracer *tr)
 {
 	struct session_handlers h;
-	uint64_t deadline = 0;
+	uint64_t deadline = 0, t;
 	int err;
 
 	dispatch__handlers(tr->dispatch, &h);
@@ -433,8 +444,10 @@ static int run(struct tracer *tr)
 	err = session__run(tr->session, &h, deadline);
 	if (err)
 		return err;
+	t = util__monotonic_ns();
 	dispatch__run_queued(tr->dispatch);
 	correlator__tick(tr->corr, util__monotonic_ns(), true);
+	step_done("exit", "binds in flight flushed", &t);
 	return 0;
 }
 
@@ -482,13 +495,18 @@ static void print_totals(struct tracer *tr)
 
 static void tracer__free(struct tracer *tr)
 {
+	uint64_t t = util__monotonic_ns();
+
 	metrics_server__stop(tr->metrics_server);
 	targets__close(&tr->targets);
+	step_done("exit", "uprobes and tracepoints closed", &t);
 	dispatch__free(tr->dispatch);
 	trace_outputs__free(tr->outputs);
 	summary__free(tr->summary);
 	correlator__free(tr->corr);
+	step_done("exit", "state freed", &t);
 	session__close(tr->session);
+	step_done("exit", "BPF object closed", &t);
 	sockets__free(tr->sockets);
 	bind_metrics__free(tr->metrics);
 	free(tr);
@@ -499,7 +517,7 @@ int cmd_trace(int argc, char **argv)
 	struct targets_listener on = { on_attached, on_detached, on_taken_over, NULL };
 	struct session_options sopt = { .name = "bindtrace" };
 	struct tracer *tr = calloc(1, sizeof(*tr));
-	uint64_t started = util__monotonic_ns();
+	uint64_t started = util__monotonic_ns(), stopped, step;
 	int rc = 1;
 
 	if (!tr) {
@@ -528,15 +546,25 @@ int cmd_trace(int argc, char **argv)
 	}
 	sopt.ringbuf_bytes = tr->opt.ringbuf_bytes;
 	/* The syscall tracepoints are attached here, before any target (session.h says why). */
+	step = util__monotonic_ns();
 	tr->session = session__open(&sopt);
-	if (!tr->session || targets__attach_all(&tr->targets, tr->session) || start(tr))
+	if (!tr->session)
 		goto cleanup;
+	step_done("start", "BPF object loaded and tracepoints attached", &step);
+	if (targets__attach_all(&tr->targets, tr->session))
+		goto cleanup;
+	step_done("start", "targets attached", &step);
+	if (start(tr))
+		goto cleanup;
+	step_done("start", "correlator made and the apiserver's connections read", &step);
 	publish_metrics(tr);
 	print_header(tr, util__monotonic_ns() - started);
 	if (run(tr))
 		goto cleanup;
+	stopped = util__monotonic_ns();
 	print_totals(tr);
 	rc = trace_outputs__finish(tr->outputs) ? 1 : 0;
+	step_done("exit", "totals printed and outputs finished", &stopped);
 cleanup:
 	tracer__free(tr);
 	return rc;

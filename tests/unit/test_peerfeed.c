@@ -344,5 +344,46 @@ int main(void)
 		CHECK_INT(st.reader_came, 1);
 		peer_feed__free(pf);
 	}
+
+	/* Connections come and go (kubectl, restarts): idle ones are forgotten at any place among
+	 * those in use while the others keep their queued Writes, and more connections than the
+	 * table has slots pass through it over time. */
+	{
+		struct got h = { 0 };
+		uint64_t t = 1000;
+
+		pf = peer_feed__new(false);
+		for (int round = 0; round < 3; round++) {
+			for (int i = 0; i < 3000; i++) {
+				/* Read once, so that each connection is followed and kept. */
+				r = read_ev(t, 100, 127);
+				r.rport = (uint16_t)(1000 + i);
+				peer_feed__read(pf, &r, deliver, &h);
+			}
+			w = write_ev(t + 10, 100, 0, "keep", 127);
+			w->lport = 1000 + 1500;
+			peer_feed__written(pf, w, true);
+			free(w);
+			/* Ten minutes on: every connection but the one with a Write queued is idle;
+			 * its Write is not old enough to drop yet (written just now). */
+			t += 601ull * 1000000000ull;
+			w = write_ev(t, 126, 4, "more", 127);
+			w->lport = 1000 + 1500;
+			peer_feed__written(pf, w, true);
+			free(w);
+			CHECK_INT(peer_feed__expire(pf, t), 1); /* "keep": older than 30 s */
+			r = read_ev(t + 5, 126 + 26, 127);
+			r.rport = 1000 + 1500;
+			peer_feed__read(pf, &r, deliver, &h);
+			CHECK_INT(h.n, round + 1);
+			CHECK_INT(h.first[round], 'm');
+			t += 601ull * 1000000000ull;
+			CHECK_INT(peer_feed__expire(pf, t), 0);
+		}
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.table_full, 0);
+		CHECK_INT(st.expired, 3);
+		peer_feed__free(pf);
+	}
 	return check_summary("peerfeed");
 }
