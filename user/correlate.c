@@ -142,6 +142,10 @@ struct pending_pod {
 	/* The apiserver read a request carrying this Pod without its method and path: on a
 	 * connection opened before bindtrace attached (HTTP/2 header state unknown). */
 	bool headerless;
+	/* The apiserver answered with this Pod (not yet bound) without a status it could decode:
+	 * on a client connection opened before bindtrace attached, whose request was not
+	 * captured (its Reads not probed, its client not traced then). */
+	bool headerless_answer;
 	/* When the apiserver wrote its create Txn to etcd (else etcd read it); 0 not seen: the
 	 * request had been read by then (create_from_reads). */
 	uint64_t create_txn_ns;
@@ -864,7 +868,7 @@ static void on_create_answered(struct correlator *c, const struct actor *who,
 
 /* A Pod in a request the apiserver read without its method and path: what it was cannot be
  * told, but its pod's create request, if it was one, predates what bindtrace can decode. */
-static void on_headerless_pod(struct correlator *c, const struct decoded_msg *msg)
+static void on_headerless_pod(struct correlator *c, const struct decoded_msg *msg, bool answer)
 {
 	const struct k8s_meta *m = &msg->body.k8s.meta;
 	char key[KEY_MAX];
@@ -873,8 +877,10 @@ static void on_headerless_pod(struct correlator *c, const struct decoded_msg *ms
 	if (!m->name[0] || m->generated_name || !m->namespace[0] || msg->body.k8s.pod.node_name[0])
 		return;
 	snprintf(key, sizeof(key), "%s/%s", m->namespace, m->name);
-	p = pending_find(c, key, true, msg->ts_first_ns);
-	if (p)
+	p = pending_find(c, key, !answer, msg->ts_first_ns);
+	if (p && answer)
+		p->headerless_answer = true;
+	else if (p)
 		p->headerless = true;
 }
 
@@ -930,6 +936,11 @@ static void on_create_txn_response(struct correlator *c, const struct actor *who
 	"read without its method and path: the client's connection predates bindtrace's attach "   \
 	"(its HTTP/2 header state is unknown)"
 
+#define HEADERLESS_ANSWER                                                                          \
+	"not captured: the apiserver answered with this pod over a client connection that "        \
+	"predates bindtrace's attach (its HTTP/2 header state is unknown), and the request was "   \
+	"not read there"
+
 /* Moves the pod's pending stages into its bind; a bound pod's state is done with. */
 static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 {
@@ -948,6 +959,9 @@ static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 	if (!p->stages[0].seen && p->headerless)
 		util__copy(t->stages[STAGE_CREATE_REQUEST].missing,
 			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing), HEADERLESS);
+	else if (!p->stages[0].seen && p->headerless_answer)
+		util__copy(t->stages[STAGE_CREATE_REQUEST].missing,
+			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing), HEADERLESS_ANSWER);
 	t->create_revision = p->create_revision;
 	if (t->result == BIND_RESULT_BOUND)
 		p->used = false;
@@ -1085,13 +1099,21 @@ static void on_http(struct correlator *c, const struct actor *who, const struct 
 		on_create_answered(c, who, msg);
 		return;
 	}
+	/* An answer whose status could not be decoded (its connection predates the attach): a
+	 * pod whose create was not captured says why. */
+	if (who->role == ROLE_APISERVER && !request && !msg->http.status &&
+	    c->opt.create_from_reads && msg->body_kind == BODY_K8S &&
+	    msg->body.k8s.kind == K8S_KIND_POD) {
+		on_headerless_pod(c, msg, true);
+		return;
+	}
 	if (who->role == ROLE_APISERVER && !request && c->nameless_next) {
 		on_create_response(c, who, msg);
 		return;
 	}
 	if (who->role == ROLE_APISERVER && request && !msg->http.path[0] &&
 	    msg->body_kind == BODY_K8S && msg->body.k8s.kind == K8S_KIND_POD) {
-		on_headerless_pod(c, msg);
+		on_headerless_pod(c, msg, false);
 		return;
 	}
 	if (who->role != ROLE_SCHEDULER || strcmp(msg->http.method, "GET") == 0 ||
