@@ -60,6 +60,18 @@ static struct data_event *write_ev(uint64_t ts, uint32_t seq, uint64_t offset, c
 	return e;
 }
 
+/* A 4 KiB Write of the writer at *seq / *off (TLS record overhead 22), queued; both advanced. */
+static void write_next(struct peer_feed *pf, uint64_t ts, uint32_t *seq, uint64_t *off,
+		       const char *big)
+{
+	struct data_event *w = write_ev(ts, *seq, *off, big, 127);
+
+	peer_feed__written(pf, w, false);
+	free(w);
+	*seq += 4096 + 22;
+	*off += 4096;
+}
+
 static struct sock_read_event read_ev(uint64_t ts, uint32_t seq_end, uint8_t laddr0)
 {
 	struct sock_read_event r = { 0 };
@@ -311,21 +323,12 @@ int main(void)
 		memset(big, 'b', sizeof(big) - 1);
 		big[sizeof(big) - 1] = '\0';
 		pf = peer_feed__new(false);
-		for (i = 0; i < 16; i++) { /* 64 KiB: all kept */
-			w = write_ev(100 + (uint64_t)i, seq, off, big, 127);
-			peer_feed__written(pf, w, false);
-			free(w);
-			seq += 4096 + 22;
-			off += 4096;
-		}
+		for (i = 0; i < 16; i++) /* 64 KiB: all kept */
+			write_next(pf, 100 + (uint64_t)i, &seq, &off, big);
 		peer_feed__stats(pf, &st);
 		CHECK_INT(st.queued, 16);
 		CHECK_INT(st.no_reader, 0);
-		w = write_ev(200, seq, off, big, 127);
-		peer_feed__written(pf, w, false);
-		free(w);
-		seq += 4096 + 22;
-		off += 4096;
+		write_next(pf, 200, &seq, &off, big);
 		peer_feed__stats(pf, &st);
 		CHECK_INT(st.no_reader, 17);
 		CHECK_INT(st.dropped_bytes, 0);
