@@ -32,6 +32,8 @@
 #define MAX_FILES (16u << 20)
 #define MAX_VERSION_LEN 256
 #define MAX_MODINFO_LEN (16u << 20)
+#define FUNC_LOOKUPS_MAX 32	 /* names whose lookup is remembered (found or not) */
+#define FUNC_LOOKUP_NAME_MAX 192 /* longer names are looked up every time */
 
 /* runtime.moduledata, Go 1.18 to 1.26 (checked against each toolchain's runtime/symtab.go):
  * pcHeader *pcHeader, then six slices (funcnametab, cutab, filetab, pctab, pclntable, ftab),
@@ -56,7 +58,8 @@ struct reloc {
 };
 
 struct go_binary {
-	uint8_t *image; /* the whole file, owned (mmap or malloc) */
+	unsigned int refs; /* go_binary__ref; freed by the close that drops the last */
+	uint8_t *image;	   /* the whole file, owned (mmap or malloc) */
 	size_t size;
 	bool mmapped;
 	Elf *elf;
@@ -80,9 +83,23 @@ struct go_binary {
 	/* pclntab, as offsets from its header, all below pcln_len */
 	const uint8_t *pcln;
 	size_t pcln_len;
+	/* The last NUL byte of the pclntab: a string at offset `at` is NUL-terminated inside it
+	 * exactly when at <= pcln_last_nul (no NUL at all: pcln_has_nul false). */
+	size_t pcln_last_nul;
+	bool pcln_has_nul;
 	uint32_t min_lc;
 	uint64_t n_funcs;
 	uint64_t funcname_off, cu_off, filetab_off, pctab_off, functab_off;
+
+	/* Functions looked up by name, found or not: a lookup reads every function's name, and
+	 * one binary's attach asks for the same few names several times (entry, then its bounds
+	 * to validate a probe, its RETs). Filled by func__by_name and go_binary__find_funcs. */
+	struct func_lookup {
+		char name[FUNC_LOOKUP_NAME_MAX];
+		uint64_t index;
+		bool found;
+	} lookups[FUNC_LOOKUPS_MAX];
+	size_t n_lookups;
 
 	struct go_text_info ti;
 	char how[512], validation[512], where[128];
@@ -791,9 +808,9 @@ static const char *pcln__string(const struct go_binary *gb, uint64_t table_off, 
 {
 	uint64_t at = table_off + off;
 
-	if (at < table_off || at >= gb->pcln_len)
-		return NULL;
-	if (!memchr(gb->pcln + at, '\0', gb->pcln_len - at))
+	/* Terminated inside the table: a NUL at or after `at`, i.e. at <= the table's last NUL
+	 * (the same test as memchr from `at`, without reading the string). */
+	if (at < table_off || at >= gb->pcln_len || !gb->pcln_has_nul || at > gb->pcln_last_nul)
 		return NULL;
 	return (const char *)gb->pcln + at;
 }
@@ -868,15 +885,22 @@ static int pclntab__parse(struct go_binary *gb, uint64_t vaddr, uint64_t region,
 	gb->filetab_off = offs[2];
 	gb->pctab_off = offs[3];
 	gb->functab_off = offs[4];
+	gb->n_lookups = 0;
+	{
+		const uint8_t *nul = memrchr(p, '\0', region);
+
+		gb->pcln_has_nul = nul != NULL;
+		gb->pcln_last_nul = nul ? (size_t)(nul - p) : 0;
+	}
+	/* The entries, in order (the table is 8 bytes a function). Each function's record and name
+	 * are checked by funcs__pass, in the pass that looks functions up by name. */
 	for (uint64_t i = 0; i <= n_funcs; i++) {
 		uint64_t e = ftab_entryoff(gb, i);
 
-		gb_sweep_step(gb, i, SWEEP_FUNCS);
-
-		if (e < prev || (i < n_funcs && !func__name(gb, i))) {
+		if (e < prev) {
 			snprintf(why, why_len,
 				 "pclntab at 0x%" PRIx64 ": function %" PRIu64
-				 " is corrupt (entry out of order or bad name)",
+				 " is corrupt (entry out of order)",
 				 vaddr, i);
 			gb->pcln = NULL;
 			return -EINVAL;
@@ -887,6 +911,81 @@ static int pclntab__parse(struct go_binary *gb, uint64_t vaddr, uint64_t region,
 	gb->ti.pclntab_magic = magic;
 	gb->ti.n_funcs = n_funcs;
 	gb->ti.n_files = n_files;
+	return 0;
+}
+
+/* Does the name at offset `at` of the pclntab have exactly this name (len bytes, then its
+ * NUL)? The terminator is looked at first: it tells most names of another length apart
+ * without reading them, and most names share their first bytes ("k8s.io/..."). */
+static bool pcln__name_is(const struct go_binary *gb, uint64_t at, const char *name, size_t len)
+{
+	return at < gb->pcln_len && len < gb->pcln_len - at && gb->pcln[at + len] == '\0' &&
+	       memcmp(gb->pcln + at, name, len) == 0;
+}
+
+static struct func_lookup *func_lookup__find(struct go_binary *gb, const char *name)
+{
+	for (size_t k = 0; k < gb->n_lookups; k++)
+		if (strcmp(gb->lookups[k].name, name) == 0)
+			return &gb->lookups[k];
+	return NULL;
+}
+
+static void func_lookup__add(struct go_binary *gb, const char *name, bool found, uint64_t index)
+{
+	struct func_lookup *l;
+
+	if (gb->n_lookups == FUNC_LOOKUPS_MAX || strlen(name) >= FUNC_LOOKUP_NAME_MAX ||
+	    func_lookup__find(gb, name))
+		return;
+	l = &gb->lookups[gb->n_lookups++];
+	memcpy(l->name, name, strlen(name) + 1);
+	l->found = found;
+	l->index = index;
+}
+
+/* One pass over every function, reading its record's name offset: with check, a record or a
+ * name outside the pclntab makes the table corrupt (-EINVAL, why says which function); and the
+ * first function of each of names[] (n <= FUNC_LOOKUPS_MAX) is found, index[k] = UINT64_MAX
+ * when none has it, and remembered. A pass reads a few bytes of every function (a
+ * kube-apiserver has 116,000), so open does its check and its callers' lookups in one. */
+static int funcs__pass(struct go_binary *gb, const char *const *names, size_t n, uint64_t *index,
+		       bool check, char *why, size_t why_len)
+{
+	size_t lens[FUNC_LOOKUPS_MAX], left;
+
+	if (n > FUNC_LOOKUPS_MAX)
+		n = FUNC_LOOKUPS_MAX;
+	left = n;
+	for (size_t k = 0; k < n; k++) {
+		index[k] = UINT64_MAX;
+		lens[k] = strlen(names[k]);
+	}
+	for (uint64_t i = 0; i < gb->n_funcs && (left || check); i++) {
+		const uint8_t *f = func__record(gb, i);
+		uint64_t at;
+
+		gb_sweep_step(gb, i, SWEEP_FUNCS);
+
+		at = f ? gb->funcname_off + get_u32(f + 4) : 0;
+		if (check && (!f || !pcln__string(gb, gb->funcname_off, get_u32(f + 4)))) {
+			snprintf(why, why_len,
+				 "pclntab at 0x%" PRIx64 ": function %" PRIu64
+				 " is corrupt (%s outside the table)",
+				 gb->ti.pclntab_vaddr, i, f ? "name" : "record");
+			return -EINVAL;
+		}
+		if (!f)
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			if (index[k] == UINT64_MAX && pcln__name_is(gb, at, names[k], lens[k])) {
+				index[k] = i;
+				left--;
+			}
+		}
+	}
+	for (size_t k = 0; k < n; k++)
+		func_lookup__add(gb, names[k], index[k] != UINT64_MAX, index[k]);
 	return 0;
 }
 
@@ -909,6 +1008,12 @@ static int pclntab__scan(struct go_binary *gb, uint64_t from, uint64_t len, cons
 			continue;
 		int err = pclntab__parse(gb, from + off, gb_avail(gb, from + off), why, why_len);
 
+		/* A candidate found by its magic alone is taken only whole: every function's
+		 * record and name too. */
+		if (err == 0 && funcs__pass(gb, NULL, 0, NULL, true, why, why_len)) {
+			gb->pcln = NULL;
+			continue;
+		}
 		if (err == 0 || err == -ENOTSUP) {
 			snprintf(gb->where, sizeof(gb->where), "found by magic in %s", where);
 			return err;
@@ -1013,19 +1118,33 @@ static uint64_t moduledata__find(struct go_binary *gb, const char **where)
 	return 0;
 }
 
-static int func__by_name(const struct go_binary *gb, const char *name, uint64_t *index)
+static int func__by_name(struct go_binary *gb, const char *name, uint64_t *index)
 {
-	for (uint64_t i = 0; i < gb->n_funcs; i++) {
-		const char *n = func__name(gb, i);
+	const struct func_lookup *l = func_lookup__find(gb, name);
 
-		gb_sweep_step(gb, i, SWEEP_FUNCS);
-
-		if (n && n[0] == name[0] && strcmp(n, name) == 0) {
-			*index = i;
-			return 0;
-		}
+	if (!l) {
+		funcs__pass(gb, &name, 1, index, false, NULL, 0);
+		if (*index == UINT64_MAX)
+			return -ENOENT;
+		return 0;
 	}
-	return -ENOENT;
+	if (!l->found)
+		return -ENOENT;
+	*index = l->index;
+	return 0;
+}
+
+void go_binary__find_funcs(struct go_binary *gb, const char *const *names, size_t n)
+{
+	const char *todo[FUNC_LOOKUPS_MAX];
+	uint64_t index[FUNC_LOOKUPS_MAX];
+	size_t m = 0;
+
+	for (size_t k = 0; k < n && m < FUNC_LOOKUPS_MAX; k++)
+		if (names[k] && names[k][0] && !func_lookup__find(gb, names[k]))
+			todo[m++] = names[k];
+	if (m)
+		funcs__pass(gb, todo, m, index, false, NULL, 0);
 }
 
 static const struct segment *segment__exec_containing(const struct go_binary *gb, uint64_t vaddr)
@@ -1166,10 +1285,16 @@ static int text_base__establish(struct go_binary *gb)
 
 /* ---- open/close ---- */
 
-static struct go_binary *go_binary__init(struct go_binary *gb, char *why, size_t why_len)
+static struct go_binary *go_binary__init(struct go_binary *gb, const char *const *names, size_t n,
+					 char *why, size_t why_len)
 {
+	const char *find[FUNC_LOOKUPS_MAX];
+	uint64_t index[FUNC_LOOKUPS_MAX];
 	char pcln_why[256];
+	size_t n_find = 0;
 	int err, bi_err;
+
+	gb->refs = 1;
 
 	err = elf__load(gb);
 	if (err)
@@ -1208,6 +1333,17 @@ static struct go_binary *go_binary__init(struct go_binary *gb, char *why, size_t
 		err = -ENOEXEC;
 		goto fail;
 	}
+	/* Every function's record and name checked, runtime.main (to validate the text base) and
+	 * the caller's functions found: one pass. */
+	find[n_find++] = "runtime.main";
+	for (size_t k = 0; k < n && n_find < FUNC_LOOKUPS_MAX; k++)
+		if (names[k])
+			find[n_find++] = names[k];
+	err = funcs__pass(gb, find, n_find, index, true, pcln_why, sizeof(pcln_why));
+	if (err) {
+		gb_error(gb, "%s binary: %s", gb->bi.go_version, pcln_why);
+		goto fail;
+	}
 	err = text_base__establish(gb);
 	if (err)
 		goto fail;
@@ -1221,6 +1357,12 @@ fail:
 }
 
 struct go_binary *go_binary__open(const char *path, char *why, size_t why_len)
+{
+	return go_binary__open_find(path, NULL, 0, why, why_len);
+}
+
+struct go_binary *go_binary__open_find(const char *path, const char *const *names, size_t n,
+				       char *why, size_t why_len)
 {
 	struct go_binary *gb;
 	struct stat st;
@@ -1273,7 +1415,7 @@ struct go_binary *go_binary__open(const char *path, char *why, size_t why_len)
 		return NULL;
 	}
 	gb->mmapped = true;
-	return go_binary__init(gb, why, why_len);
+	return go_binary__init(gb, names, n, why, why_len);
 }
 
 struct go_binary *go_binary__open_mem(const void *data, size_t size, char *why, size_t why_len)
@@ -1296,12 +1438,18 @@ struct go_binary *go_binary__open_mem(const void *data, size_t size, char *why, 
 	}
 	memcpy(gb->image, data, size);
 	gb->size = size;
-	return go_binary__init(gb, why, why_len);
+	return go_binary__init(gb, NULL, 0, why, why_len);
+}
+
+struct go_binary *go_binary__ref(struct go_binary *gb)
+{
+	gb->refs++;
+	return gb;
 }
 
 void go_binary__close(struct go_binary *gb)
 {
-	if (!gb)
+	if (!gb || --gb->refs > 0)
 		return;
 	if (gb->elf)
 		elf_end(gb->elf);

@@ -66,8 +66,16 @@ struct go_text_info {
  * "not a Go binary: no .go.buildinfo and no Go pclntab") when anything cannot be established.
  * Go 1.17 binaries are refused: their pclntab layout (magic 0xfffffffa) is not read. */
 struct go_binary *go_binary__open(const char *path, char *why, size_t why_len);
+/* The same, with the functions of these names (NULL entries skipped; at most 31) looked up in
+ * the pass over the pclntab that opening makes anyway, as go_binary__find_funcs would: a caller
+ * that knows what it will ask for (a tracer placing its probes) reads the table once. */
+struct go_binary *go_binary__open_find(const char *path, const char *const *names, size_t n,
+				       char *why, size_t why_len);
 /* The same on an ELF image in memory (copied: the caller keeps data): for tests and fuzzing. */
 struct go_binary *go_binary__open_mem(const void *data, size_t size, char *why, size_t why_len);
+/* Another owner of gb (processes running one executable share it): gb is freed by the
+ * go_binary__close that drops the last. Returns gb. */
+struct go_binary *go_binary__ref(struct go_binary *gb);
 void go_binary__close(struct go_binary *gb);
 
 const struct go_buildinfo *go_binary__buildinfo(const struct go_binary *gb);
@@ -78,6 +86,13 @@ const char *go_binary__last_error(const struct go_binary *gb);
 /* Entry and end (the next function's entry, INT3 padding included) of the function with exactly
  * this name, e.g. "crypto/tls.(*Conn).Write". 0, or -ENOENT. */
 int go_binary__func(struct go_binary *gb, const char *name, uint64_t *entry, uint64_t *end);
+
+/* Looks up n function names in one pass over the pclntab (a pass reads a few bytes of every
+ * function: 116,000 in a kube-apiserver) and remembers each answer, found or not, so that the
+ * calls taking a name (go_binary__func, ret_sites, check_probe, func_args) answer them without
+ * another pass. Every lookup by name is remembered anyway (up to 32 names per binary); this
+ * only saves passes when a caller knows several names it will ask for. */
+void go_binary__find_funcs(struct go_binary *gb, const char *const *names, size_t n);
 
 /* Every RET instruction of a function, decoded with Capstone from entry to end. Returns the number
  * of RETs (written to out), or: -ENOENT no such function; -ENOSPC more RETs than cap (call with

@@ -414,6 +414,118 @@ static void check_damage(const char *path)
 	free(good);
 }
 
+/* Functions looked up while opening (go_binary__open_find) or in one pass (find_funcs) give what
+ * a lookup of each by itself gives; a name no function has stays -ENOENT; a binary shared by
+ * go_binary__ref outlives the first close. */
+static void check_lookups(const char *path)
+{
+	const char *names[] = { tls_funcs[0], "bindtrace.test/nope.Missing", tls_funcs[1],
+				"runtime.main", "main.main" };
+	uint64_t want_entry[5], want_end[5], entry, end;
+	int want_rc[5];
+	struct go_binary *gb, *found;
+	char why[512];
+
+	gb = go_binary__open(path, why, sizeof(why));
+	CHECK(gb != NULL, "%s: %s", path, why);
+	if (!gb)
+		return;
+	for (size_t k = 0; k < 5; k++)
+		want_rc[k] = go_binary__func(gb, names[k], &want_entry[k], &want_end[k]);
+	CHECK(want_rc[0] == 0 && want_rc[1] == -ENOENT && want_rc[2] == 0 && want_rc[3] == 0 &&
+		  want_rc[4] == 0,
+	      "%s: plain lookups %d %d %d %d %d", path, want_rc[0], want_rc[1], want_rc[2],
+	      want_rc[3], want_rc[4]);
+	/* Asked again: the remembered answer. */
+	CHECK_INT(go_binary__func(gb, names[1], &entry, &end), -ENOENT);
+	CHECK_INT(go_binary__func(gb, names[0], &entry, &end), 0);
+	CHECK(entry == want_entry[0] && end == want_end[0], "%s: remembered lookup differs", path);
+	go_binary__close(gb);
+
+	found = go_binary__open_find(path, names, 5, why, sizeof(why));
+	CHECK(found != NULL, "%s: open_find: %s", path, why);
+	if (!found)
+		return;
+	gb = go_binary__ref(found);
+	CHECK(gb == found, "ref returns its binary");
+	go_binary__close(found); /* one owner left */
+	for (size_t k = 0; k < 5; k++) {
+		entry = end = 0;
+		CHECK_INT(go_binary__func(gb, names[k], &entry, &end), want_rc[k]);
+		CHECK(want_rc[k] || (entry == want_entry[k] && end == want_end[k]),
+		      "%s: %s found while opening at 0x%llx, by itself at 0x%llx", path, names[k],
+		      (unsigned long long)entry, (unsigned long long)want_entry[k]);
+	}
+	CHECK(go_binary__ret_sites(gb, tls_funcs[1], NULL, 0) > 0,
+	      "%s: RETs of a name found while "
+	      "opening",
+	      path);
+	go_binary__close(gb);
+
+	gb = go_binary__open(path, why, sizeof(why));
+	CHECK(gb != NULL, "%s: %s", path, why);
+	if (!gb)
+		return;
+	go_binary__find_funcs(gb, names, 5);
+	for (size_t k = 0; k < 5; k++) {
+		entry = 0;
+		CHECK_INT(go_binary__func(gb, names[k], &entry, &end), want_rc[k]);
+		CHECK(want_rc[k] || entry == want_entry[k], "%s: %s by find_funcs", path, names[k]);
+	}
+	go_binary__close(gb);
+}
+
+/* A function whose record or name lies outside the pclntab, or whose entry is out of order,
+ * makes the table corrupt: refused, whichever function it is. */
+static void check_corrupt_funcs(const char *path)
+{
+	static const uint8_t pcln_magic[] = { 0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8 };
+	size_t size, at;
+	uint8_t *good = read_file(path, &size), *bad;
+	uint64_t nfunc, ftab;
+
+	CHECK(good != NULL, "read %s", path);
+	if (!good)
+		return;
+	bad = malloc(size);
+	at = find(good, size, pcln_magic, sizeof(pcln_magic));
+	CHECK(at != SIZE_MAX && bad, "pclntab magic in %s", path);
+	if (at == SIZE_MAX || !bad) {
+		free(bad);
+		free(good);
+		return;
+	}
+	memcpy(&nfunc, good + at + 8, 8);
+	memcpy(&ftab, good + at + 64, 8); /* functab's offset from the header */
+	for (uint64_t i = 0; i < nfunc; i += nfunc / 3) {
+		size_t slot = at + ftab + i * 8;
+		uint32_t funcoff, entryoff, next, huge = 0xfffffff0u;
+
+		memcpy(&entryoff, good + slot, 4);
+		memcpy(&funcoff, good + slot + 4, 4);
+		memcpy(&next, good + slot + 8, 4);
+		/* Its name offset past the table. */
+		memcpy(bad, good, size);
+		memcpy(bad + at + ftab + funcoff + 4, &huge, 4);
+		expect_refused("function name outside the pclntab", bad, size,
+			       "is corrupt (name outside the table)");
+		/* Its record past the table. */
+		memcpy(bad, good, size);
+		memcpy(bad + slot + 4, &huge, 4);
+		expect_refused("function record outside the pclntab", bad, size,
+			       "is corrupt (record outside the table)");
+		/* Its entry after the next one's. */
+		if (i + 1 < nfunc && next > entryoff) {
+			next++;
+			memcpy(bad, good, size);
+			memcpy(bad + slot, &next, 4);
+			expect_refused("function entries out of order", bad, size, "out of order");
+		}
+	}
+	free(bad);
+	free(good);
+}
+
 /* The text base is validated: a binary whose pcHeader.textStart is shifted must be refused. */
 static void check_shifted_base(const char *path)
 {
@@ -478,6 +590,13 @@ static void test_fixtures(const char *dir)
 	}
 	snprintf(path, sizeof(path), "%s/go1.24/static/tlsfix", dir);
 	check_damage(path);
+	check_corrupt_funcs(path);
+	snprintf(pattern, sizeof(pattern), "%s/go1.2*/*/tlsfix", dir);
+	if (glob(pattern, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			check_lookups(g.gl_pathv[i]);
+		globfree(&g);
+	}
 	snprintf(path, sizeof(path), "%s/go1.21/default/tlsfix", dir);
 	check_shifted_base(path);
 
