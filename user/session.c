@@ -176,6 +176,7 @@ struct session *session__open(const struct session_options *opt)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	const char *tracefs;
+	uint64_t wall, cpu;
 	bool mounted;
 	int err;
 
@@ -190,7 +191,16 @@ struct session *session__open(const struct session_options *opt)
 			strerror(-err));
 		goto fail;
 	}
-	if (load(s) || attach_tracepoints(s))
+	wall = util__monotonic_ns();
+	cpu = util__cpu_ns();
+	if (load(s))
+		goto fail;
+	if (verbose)
+		fprintf(stderr,
+			"%s: start: BPF object opened and loaded in %.1f ms (CPU %.1f ms)\n",
+			opt->name, (double)(util__monotonic_ns() - wall) / 1e6,
+			(double)(util__cpu_ns() - cpu) / 1e6);
+	if (attach_tracepoints(s))
 		goto fail;
 	s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 	if (!s->ring) {

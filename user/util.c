@@ -87,6 +87,11 @@ uint64_t util__realtime_ns(void)
 	return clock_ns(CLOCK_REALTIME);
 }
 
+uint64_t util__cpu_ns(void)
+{
+	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
 int64_t util__wall_offset_ns(void)
 {
 	/* Bracket the wall-clock read between two monotonic reads; take the midpoint. */

@@ -23,6 +23,9 @@ int util__ensure_tracefs(const char **where, bool *mounted);
 
 uint64_t util__monotonic_ns(void);
 uint64_t util__realtime_ns(void);
+/* CPU time this process has used (all its threads, user and system): for --verbose's step
+ * timings, which wall time alone misreads on a loaded machine. */
+uint64_t util__cpu_ns(void);
 /* Offset to add to a CLOCK_MONOTONIC (bpf_ktime_get_ns) stamp to get wall-clock ns. */
 int64_t util__wall_offset_ns(void);
 
