@@ -328,8 +328,9 @@ static bool field_valid(enum info_field f, const char *s)
 	}
 }
 
-static const char *const k8s_version_pkgs[] = { "k8s.io/client-go/pkg/version",
-						"k8s.io/component-base/version" };
+#define K8S_CLIENT_GO_VERSION "k8s.io/client-go/pkg/version"
+#define K8S_COMPONENT_BASE_VERSION "k8s.io/component-base/version"
+static const char *const k8s_version_pkgs[] = { K8S_CLIENT_GO_VERSION, K8S_COMPONENT_BASE_VERSION };
 
 static char *stamp_field(struct go_release_stamps *st, enum info_field f, size_t *len)
 {
@@ -480,10 +481,9 @@ static int k8s_stamps__read(struct go_binary *gb, struct go_release *rel)
 
 /* ---- etcd: the variables (*config).parse prints with --version ---- */
 
-static const char *const etcd_parse_funcs[] = {
-	"go.etcd.io/etcd/server/v3/etcdmain.(*config).parse", /* 3.5+ */
-	"go.etcd.io/etcd/etcdmain.(*config).parse",	      /* 3.4 */
-};
+#define ETCD_PARSE_35 "go.etcd.io/etcd/server/v3/etcdmain.(*config).parse"
+#define ETCD_PARSE_34 "go.etcd.io/etcd/etcdmain.(*config).parse"
+static const char *const etcd_parse_funcs[] = { ETCD_PARSE_35, ETCD_PARSE_34 };
 
 enum { E_VERSION, E_GITSHA, N_ETCD };
 static const char *const etcd_formats[N_ETCD] = { "etcd Version: %s\n", "Git SHA: %s\n" };
@@ -652,6 +652,14 @@ static enum go_release_product product_of(struct go_binary *gb, const struct go_
 	return GO_PRODUCT_OTHER;
 }
 
+const char *const go_release__funcs[] = {
+	K8S_CLIENT_GO_VERSION ".Get",
+	K8S_COMPONENT_BASE_VERSION ".Get",
+	ETCD_PARSE_35,
+	ETCD_PARSE_34,
+};
+const size_t go_release__n_funcs = sizeof(go_release__funcs) / sizeof(go_release__funcs[0]);
+
 int go_release__read(struct go_binary *gb, struct go_release *rel)
 {
 	static const char *const k8s_modules[] = { "k8s.io/kubernetes" };
@@ -666,6 +674,7 @@ int go_release__read(struct go_binary *gb, struct go_release *rel)
 	int err;
 
 	memset(rel, 0, sizeof(*rel));
+	go_binary__find_funcs(gb, go_release__funcs, go_release__n_funcs);
 	rel->product = product_of(gb, bi);
 	k8s = rel->product == GO_PRODUCT_KUBERNETES;
 	etcd = rel->product == GO_PRODUCT_ETCD;

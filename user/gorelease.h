@@ -72,8 +72,12 @@ struct go_release {
 
 /* Fill rel from gb (opened by go_binary__open). Always returns 0 with what could be validated
  * (every fact may be unknown); -ENOMEM only when memory ran out. Reads a few hundred bytes of
- * code per function; the lookups by name sweep the pclntab once per function. */
+ * code per function; the functions it may read are looked up in one pass over the pclntab
+ * (none when gb was opened with go_release__funcs among its names: go_binary__open_find). */
 int go_release__read(struct go_binary *gb, struct go_release *rel);
+/* The functions go_release__read may look up by name, and how many. */
+extern const char *const go_release__funcs[];
+extern const size_t go_release__n_funcs;
 
 const char *go_release_source__name(enum go_release_source source);    /* "buildinfo", ... */
 const char *go_release_product__name(enum go_release_product product); /* "kubernetes", ... */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -220,25 +221,6 @@ static void attach_failed(const struct target *t, const char *why)
 			t->proc.pid, t->proc.exe, why);
 }
 
-/* The binary, its versions and where it is loaded. */
-static int read_binary(struct target *t, const char *path)
-{
-	const struct go_buildinfo *bi;
-	char why[512];
-
-	t->gb = go_binary__open(path, why, sizeof(why));
-	if (!t->gb) {
-		attach_failed(t, why);
-		return -EINVAL;
-	}
-	bi = go_binary__buildinfo(t->gb);
-	util__copy(t->go_version, sizeof(t->go_version), bi->go_version);
-	target__read_release(t);
-	t->load_bias = load_bias(t);
-	t->cmdline_hash = cmdline_hash(t->proc.pid);
-	return 0;
-}
-
 /* Where a bind is queued for a dispatcher goroutine (SchedulerAsyncAPICalls, 1.34+):
  * (*APICache).BindPod(binding): RAX recv, RBX binding, the object the dispatcher POSTs. */
 const char targets__queue_probe[] =
@@ -261,54 +243,152 @@ static int k8s_minor(const char *version)
 	return minor;
 }
 
-/* A uprobe of go_call on p->func, validated; NULL when the binary has no such function. */
-static struct bpf_link *attach_call(struct targets *ts, struct target *t, const char *path,
-				    const struct bind_probe *p, __u64 flags)
+/* Where a uprobe of go_call on p->func goes, validated; func NULL when the binary has no such
+ * function or it does not validate. */
+static void call_site__find(struct target *t, const struct bind_probe *p, __u64 flags,
+			    struct call_site *out)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = (__u64)p->obj_reg | flags);
 	uint64_t entry, end;
 	bool at_branch;
 	int64_t off;
 
+	memset(out, 0, sizeof(*out));
 	if (go_binary__func(t->gb, p->func, &entry, &end) ||
 	    go_binary__check_probe(t->gb, p->func, entry))
-		return NULL;
+		return;
 	off = go_entry_probe_offset(t->gb, entry, &at_branch);
 	if (off < 0)
-		return NULL;
-	if (at_branch)
-		uo.bpf_cookie |= PROBE_COOKIE_AT_BRANCH;
-	return bpf_program__attach_uprobe_opts(session__bpf(ts->session)->progs.go_call,
-					       t->proc.pid, path, (size_t)off, &uo);
+		return;
+	out->func = p->func;
+	out->offset = (uint64_t)off;
+	out->cookie = (__u64)p->obj_reg | flags | (at_branch ? PROBE_COOKIE_AT_BRANCH : 0);
 }
 
-/* The scheduler's bind call, at the first of bind_probes the binary has and validates; and
- * where it queues binds for a dispatcher, when it has that. */
-static void probe_bind_call(struct targets *ts, struct target *t, const char *path)
+static struct bpf_link *call_site__attach(struct targets *ts, struct target *t, const char *path,
+					  const struct call_site *c)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = c->cookie);
+
+	if (!c->func)
+		return NULL;
+	return bpf_program__attach_uprobe_opts(session__bpf(ts->session)->progs.go_call,
+					       t->proc.pid, path, (size_t)c->offset, &uo);
+}
+
+/* The scheduler's bind call: every one of bind_probes the binary has and validates (attached:
+ * the first that attaches); where it queues binds for a dispatcher, when it has that; and where
+ * it gives up on a pod. */
+static void find_bind_call(struct target *t)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]) && !t->call_link; i++) {
-		t->call_link = attach_call(ts, t, path, &bind_probes[i], 0);
-		if (t->call_link)
-			t->call_probe = bind_probes[i].func;
-	}
-	t->queue_link = attach_call(ts, t, path, &queue_probe, CALL_COOKIE_QUEUED);
+	for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]); i++)
+		call_site__find(t, &bind_probes[i], 0, &t->bind_sites[i]);
+	call_site__find(t, &queue_probe, CALL_COOKIE_QUEUED, &t->queue_site);
+	memset(&t->giveup_site, 0, sizeof(t->giveup_site));
 	/* A release whose updatePod's arguments are not known is not probed there. */
 	if (k8s_minor(t->k8s_version)) {
 		bool cacher = k8s_minor(t->k8s_version) >= 34;
 		struct bind_probe giveup = { targets__giveup_probe, cacher ? 6 : 4 };
 
-		t->giveup_link =
-		    attach_call(ts, t, path, &giveup,
-				CALL_COOKIE_GIVEUP | (cacher ? CALL_COOKIE_AUX | (4ull << 16) : 0));
+		call_site__find(t, &giveup,
+				CALL_COOKIE_GIVEUP | (cacher ? CALL_COOKIE_AUX | (4ull << 16) : 0),
+				&t->giveup_site);
 	}
+}
+
+static void probe_bind_call(struct targets *ts, struct target *t, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]) && !t->call_link; i++) {
+		t->call_link = call_site__attach(ts, t, path, &t->bind_sites[i]);
+		if (t->call_link)
+			t->call_probe = t->bind_sites[i].func;
+	}
+	t->queue_link = call_site__attach(ts, t, path, &t->queue_site);
+	t->giveup_link = call_site__attach(ts, t, path, &t->giveup_site);
 	if (!t->call_link)
 		fprintf(
 		    stderr,
 		    "bindtrace: kube-scheduler pid %d: no bind call to probe; binds will not cite "
 		    "their source line\n",
 		    t->proc.pid);
+}
+
+/* An attached or read target running the same executable file as t (see struct target). */
+static const struct target *same_binary(const struct targets *ts, const struct target *t)
+{
+	int i;
+
+	for (i = 0; i < ts->n; i++) {
+		const struct target *o = &ts->t[i];
+
+		if (o != t && o->gb && o->exe_ino == t->exe_ino && o->exe_dev == t->exe_dev &&
+		    o->exe_mtime_ns == t->exe_mtime_ns && o->exe_size == t->exe_size)
+			return o;
+	}
+	return NULL;
+}
+
+/* The binary, its versions and where it is loaded: opened and validated, or shared with a
+ * target that runs the same file; then where its probes go. Nothing is attached. */
+static int read_binary(struct targets *ts, struct target *t, const char *path)
+{
+	const char *find[TLS_PROBE_FUNCS + 8 + sizeof(bind_probes) / sizeof(bind_probes[0]) + 2];
+	const struct target *o;
+	size_t n = 0, i;
+	struct stat st;
+	char why[512];
+	int err;
+
+	t->shares_with = 0;
+	t->exe_ino = 0;
+	if (stat(path, &st) == 0) {
+		t->exe_dev = st.st_dev;
+		t->exe_ino = st.st_ino;
+		t->exe_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		t->exe_size = (int64_t)st.st_size;
+	}
+	o = t->exe_ino ? same_binary(ts, t) : NULL;
+	if (o) {
+		t->gb = go_binary__ref(o->gb);
+		t->shares_with = o->proc.pid;
+		memcpy(t->go_version, o->go_version, sizeof(t->go_version));
+		memcpy(t->k8s_version, o->k8s_version, sizeof(t->k8s_version));
+		memcpy(t->module_version, o->module_version, sizeof(t->module_version));
+		memcpy(t->commit, o->commit, sizeof(t->commit));
+	} else {
+		/* Every function looked up below, found in the one pass opening makes. */
+		for (i = 0; i < TLS_PROBE_FUNCS; i++)
+			find[n++] = tls_probe_funcs[i];
+		for (i = 0; i < go_release__n_funcs && i < 8; i++)
+			find[n++] = go_release__funcs[i];
+		if (t->role == ROLE_SCHEDULER) {
+			for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]); i++)
+				find[n++] = bind_probes[i].func;
+			find[n++] = targets__queue_probe;
+			find[n++] = targets__giveup_probe;
+		}
+		t->gb = go_binary__open_find(path, find, n, why, sizeof(why));
+		if (!t->gb) {
+			attach_failed(t, why);
+			return -EINVAL;
+		}
+		util__copy(t->go_version, sizeof(t->go_version),
+			   go_binary__buildinfo(t->gb)->go_version);
+		target__read_release(t);
+	}
+	t->load_bias = load_bias(t);
+	t->cmdline_hash = cmdline_hash(t->proc.pid);
+	err = tls_sites__find_in(t->gb, &t->tls_sites, why, sizeof(why));
+	if (err) {
+		attach_failed(t, why);
+		return err;
+	}
+	if (t->role == ROLE_SCHEDULER)
+		find_bind_call(t);
+	return 0;
 }
 
 /* t's pidfd replaced by fd (-1: none; a kernel without pidfd_open is read as before). */
@@ -321,17 +401,45 @@ static void pidfd_set(struct targets *ts, const struct target *t, int fd)
 	*slot = fd < 0 ? -1 : fd;
 }
 
-static int attach_target(struct targets *ts, struct target *t)
+/* --verbose: a step of attaching, wall and CPU time (this process's: util__cpu_ns). */
+struct attach_clock {
+	uint64_t wall_ns[5], cpu_ns[5]; /* read: [0] to [1]; link: [2], TLS [3], done [4] */
+	int n;
+};
+
+static void attach_clock__mark(struct attach_clock *c)
 {
-	uint64_t start = util__monotonic_ns(), read_ns, tls_ns;
-	char path[64], why[512];
+	if (c->n < 5) {
+		c->wall_ns[c->n] = util__monotonic_ns();
+		c->cpu_ns[c->n++] = util__cpu_ns();
+	}
+}
+
+/* Reading t's binary (read_binary), timed for --verbose. */
+static int target__read(struct targets *ts, struct target *t, struct attach_clock *clk)
+{
+	char path[64];
 	int err;
 
+	clk->n = 0;
+	attach_clock__mark(clk);
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
-	err = read_binary(t, path);
-	if (err)
-		return err;
-	read_ns = util__monotonic_ns();
+	err = read_binary(ts, t, path);
+	attach_clock__mark(clk);
+	return err;
+}
+
+/* Its uprobes and its pid in the targets map, at the sites read_binary found. */
+static int target__link(struct targets *ts, struct target *t, struct attach_clock *clk)
+{
+	uint64_t read_wall = clk->wall_ns[1] - clk->wall_ns[0];
+	uint64_t read_cpu = clk->cpu_ns[1] - clk->cpu_ns[0];
+	char path[64], why[512], shared[64] = "";
+	int err;
+
+	clk->n = 2;
+	attach_clock__mark(clk);
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
 	t->reads_via_syscall = target__reads_via_syscall(ts, t);
 	err = session__add_target_flags(ts->session, t->proc.pid, t->role == ROLE_ETCD,
 					t->reads_via_syscall);
@@ -340,29 +448,38 @@ static int attach_target(struct targets *ts, struct target *t)
 			process_role__name(t->role), t->proc.pid, strerror(-err));
 		return err;
 	}
-	err = tls_attachment__attach_flags(
-	    &t->tls, session__bpf(ts->session), t->proc.pid, path, t->gb,
+	err = tls_attachment__attach_sites(
+	    &t->tls, session__bpf(ts->session), t->proc.pid, path, &t->tls_sites,
 	    t->reads_via_syscall && !targets__reads_compare() ? TLS_ATTACH_NO_READS : 0, why,
 	    sizeof(why));
 	if (err) {
 		attach_failed(t, why);
 		return err;
 	}
-	tls_ns = util__monotonic_ns();
+	attach_clock__mark(clk);
 	if (t->role == ROLE_SCHEDULER)
 		probe_bind_call(ts, t, path);
 	/* Opening validated every pclntab entry: give those pages back before the next target, so
 	 * the peak holds one binary's, and citations later fault in only what they read. */
 	go_binary__release(t->gb);
-	t->attach_ns = util__monotonic_ns() - start;
+	attach_clock__mark(clk);
+	t->attach_ns = read_wall + clk->wall_ns[4] - clk->wall_ns[2];
+	t->attach_cpu_ns = read_cpu + clk->cpu_ns[4] - clk->cpu_ns[2];
+	if (t->shares_with)
+		snprintf(shared, sizeof(shared), " (the binary of pid %d, same file)",
+			 t->shares_with);
 	if (verbose)
 		fprintf(
 		    stderr,
-		    "bindtrace: %s pid %d attached in %.1f ms: binary read and checked %.1f, TLS "
-		    "probes %.1f, bind call probes %.1f\n",
+		    "bindtrace: %s pid %d attached in %.1f ms (CPU %.1f): binary read and checked, "
+		    "probe sites found %.1f (CPU %.1f)%s, TLS probes %.1f (CPU %.1f), bind "
+		    "call probes %.1f (CPU %.1f)\n",
 		    process_role__name(t->role), t->proc.pid, (double)t->attach_ns / 1e6,
-		    (double)(read_ns - start) / 1e6, (double)(tls_ns - read_ns) / 1e6,
-		    (double)(start + t->attach_ns - tls_ns) / 1e6);
+		    (double)t->attach_cpu_ns / 1e6, (double)read_wall / 1e6, (double)read_cpu / 1e6,
+		    shared, (double)(clk->wall_ns[3] - clk->wall_ns[2]) / 1e6,
+		    (double)(clk->cpu_ns[3] - clk->cpu_ns[2]) / 1e6,
+		    (double)(clk->wall_ns[4] - clk->wall_ns[3]) / 1e6,
+		    (double)(clk->cpu_ns[4] - clk->cpu_ns[3]) / 1e6);
 	t->attached = true;
 	pidfd_set(ts, t, (int)syscall(SYS_pidfd_open, t->proc.pid, 0));
 	if (ts->on.attached)
@@ -370,13 +487,31 @@ static int attach_target(struct targets *ts, struct target *t)
 	return 0;
 }
 
+static int attach_target(struct targets *ts, struct target *t)
+{
+	struct attach_clock clk;
+	int err = target__read(ts, t, &clk);
+
+	return err ? err : target__link(ts, t, &clk);
+}
+
 int targets__attach_all(struct targets *ts, struct session *session)
 {
 	int i, err;
 
+	struct attach_clock clk[TARGETS_MAX];
+
 	ts->session = session;
+	/* Every binary read first, then every uprobe registered in a row: the first uprobe
+	 * registered after a pause waits for an RCU grace period (tens of milliseconds on a busy
+	 * machine), and binaries read in between made each target wait for its own. */
 	for (i = ts->n - 1; i >= 0; i--) {
-		err = attach_target(ts, &ts->t[i]);
+		err = target__read(ts, &ts->t[i], &clk[i]);
+		if (err)
+			return err;
+	}
+	for (i = ts->n - 1; i >= 0; i--) {
+		err = target__link(ts, &ts->t[i], &clk[i]);
 		if (err)
 			return err;
 	}

@@ -27,6 +27,13 @@
 struct session;
 struct go_binary;
 
+/* A go_call uprobe's place, found and validated when the binary is read, attached after. */
+struct call_site {
+	const char *func; /* NULL: the binary has no such function, or it did not validate */
+	uint64_t offset;  /* file offset */
+	uint64_t cookie;
+};
+
 struct target {
 	enum process_role role;
 	struct process_info proc;
@@ -37,12 +44,25 @@ struct target {
 	char module_version[64]; /* etcd's release, likewise */
 	char commit[72];	 /* vcs.revision, else the stamped commit; "" unknown */
 	struct tls_attachment tls;
+	/* Read from the binary before anything is attached (targets__attach_all reads every
+	 * binary first, then attaches every uprobe in a row). */
+	struct tls_sites tls_sites;
+	struct call_site bind_sites[2], queue_site, giveup_site;
+	/* The executable's file (stat of /proc/PID/exe): processes running the same file share
+	 * one opened binary (an HA control plane runs three etcd of one file). A running
+	 * executable cannot be written (ETXTBSY), so the same file is the same code. */
+	dev_t exe_dev;
+	ino_t exe_ino;
+	int64_t exe_mtime_ns;
+	int64_t exe_size;
+	pid_t shares_with; /* the pid whose opened binary it took (0: read its own) */
 	struct bpf_link *call_link;
 	const char *call_probe;
 	struct bpf_link *queue_link;  /* on targets__queue_probe, when the binary has it */
 	struct bpf_link *giveup_link; /* on targets__giveup_probe, when the binary has it */
 	bool attached;
 	uint64_t attach_ns;	/* reading the binary and placing its probes took this long */
+	uint64_t attach_cpu_ns; /* and this much of our CPU time */
 	bool reads_via_syscall; /* no TLS Read probes: its reads come from its peers (peerfeed.h) */
 	bool given;		/* the pid came from --*-pid: its replacement must match exactly */
 	uint64_t cmdline_hash;	/* of /proc/PID/cmdline when attached: a restart runs the same */

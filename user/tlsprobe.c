@@ -23,6 +23,8 @@
 #define TLS_WRITE "crypto/tls.(*Conn).Write"
 #define TLS_READ "crypto/tls.(*Conn).Read"
 
+const char *const tls_probe_funcs[TLS_PROBE_FUNCS] = { TLS_WRITE, TLS_READ };
+
 int64_t go_entry_probe_offset(struct go_binary *gb, uint64_t entry, bool *at_branch)
 {
 	const char *off = getenv("BINDTRACE_PROBE_AT_ENTRY");
@@ -260,6 +262,26 @@ int tls_attachment__attach_flags(struct tls_attachment *att, struct capture_bpf 
 				 const char *binary, struct go_binary *gb, unsigned flags,
 				 char *why, size_t why_len)
 {
+	uint64_t start = util__monotonic_ns();
+	struct tls_sites sites;
+	int err;
+
+	err = gb ? tls_sites__find_in(gb, &sites, why, why_len)
+		 : tls_sites__find(binary, &sites, why, why_len);
+	if (err) {
+		memset(att, 0, sizeof(*att));
+		return err;
+	}
+	err = tls_attachment__attach_sites(att, skel, pid, binary, &sites, flags, why, why_len);
+	if (!err)
+		att->attach_ns = util__monotonic_ns() - start;
+	return err;
+}
+
+int tls_attachment__attach_sites(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
+				 const char *binary, const struct tls_sites *sites, unsigned flags,
+				 char *why, size_t why_len)
+{
 	uint64_t start = util__monotonic_ns(), ret_cookie = 0;
 	size_t i;
 	int err = 0;
@@ -267,10 +289,7 @@ int tls_attachment__attach_flags(struct tls_attachment *att, struct capture_bpf 
 	memset(att, 0, sizeof(*att));
 	att->pid = pid;
 	snprintf(att->binary, sizeof(att->binary), "%s", binary);
-	err = gb ? tls_sites__find_in(gb, &att->sites, why, why_len)
-		 : tls_sites__find(binary, &att->sites, why, why_len);
-	if (err)
-		return err;
+	att->sites = *sites;
 	att->links = calloc(2 + att->sites.n_read_rets, sizeof(*att->links));
 	if (!att->links) {
 		snprintf(why, why_len, "out of memory");

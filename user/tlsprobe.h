@@ -49,6 +49,10 @@ int64_t go_entry_probe_offset(struct go_binary *gb, uint64_t entry, bool *at_bra
  * for an RCU grace period). Returns whether it did. */
 bool tls_programs__prepare(struct capture_bpf *skel);
 
+/* The functions tls_sites__find* looks up (for go_binary__open_find). */
+#define TLS_PROBE_FUNCS 2
+extern const char *const tls_probe_funcs[TLS_PROBE_FUNCS];
+
 /* Finds and validates the probe sites in a Go binary. Returns 0, or a negative errno with a
  * one-line reason in why (nothing must be attached then). */
 int tls_sites__find(const char *binary, struct tls_sites *sites, char *why, size_t why_len);
@@ -82,6 +86,13 @@ int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf
 #define TLS_ATTACH_NO_READS 1
 int tls_attachment__attach_flags(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
 				 const char *binary, struct go_binary *gb, unsigned flags,
+				 char *why, size_t why_len);
+/* The same at sites found before (tls_sites__find_in): the binary's reading apart from its
+ * uprobes, so that a tracer reads all its binaries first and then registers every uprobe in a
+ * row (the first uprobe after a pause waits for an RCU grace period; uprobes registered in a
+ * row wait once). */
+int tls_attachment__attach_sites(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
+				 const char *binary, const struct tls_sites *sites, unsigned flags,
 				 char *why, size_t why_len);
 void tls_attachment__detach(struct tls_attachment *att);
 
