@@ -297,6 +297,8 @@ static void find_bind_call(struct target *t)
 	}
 }
 
+/* The sites find_bind_call found, attached: the first bind call that attaches, the queue and
+ * the give-up. */
 static void probe_bind_call(struct targets *ts, struct target *t, const char *path)
 {
 	size_t i;
