@@ -248,6 +248,16 @@ static void add_outcome(struct jw *w, const struct bind_timeline *t)
 	jw_str(w, "status_reason", t->status_reason);
 	if (t->status_message[0]) /* an unschedulable pod's: the scheduler's message */
 		jw_str(w, "status_message", t->status_message);
+	if (t->result == BIND_RESULT_SCHEDULER_ERROR) { /* the failed bind it gave up after */
+		if (t->failed_bind_seq) {
+			jw_open(w, "failed_bind", '{');
+			jw_int(w, "seq", (long long)t->failed_bind_seq);
+			jw_int(w, "status_code", t->failed_bind_code);
+			jw_close(w, '}');
+		} else {
+			jw_null(w, "failed_bind");
+		}
+	}
 	jw_int(w, "revision", t->revision);
 	jw_int(w, "create_revision", t->create_revision);
 	jw_bool(w, "created_before_attach", t->created_before_attach);
@@ -343,6 +353,25 @@ static void legs_json(struct jw *w, const struct bind_view *v)
 	jw_close(w, '}');
 }
 
+static void raft_id_json(struct jw *w, const char *key, uint64_t id);
+
+/* An attempt that got no TxnResponse: the member that read it and whether its process exited,
+ * and the gRPC error it answered instead, when it did. */
+static void txn_unanswered_json(struct jw *w, const struct txn_attempt *x)
+{
+	if (x->member_pid)
+		jw_int(w, "etcd_pid", x->member_pid);
+	if (x->member_id)
+		raft_id_json(w, "member", x->member_id);
+	if (x->member_gone_ns)
+		jw_int(w, "member_exited_mono_ns", (long long)x->member_gone_ns);
+	if (x->grpc_status) {
+		jw_int(w, "grpc_status", x->grpc_status);
+		jw_str(w, "grpc_message", x->grpc_message);
+		jw_int(w, "error_mono_ns", (long long)x->error_ns);
+	}
+}
+
 static void txns_json(struct jw *w, const struct bind_timeline *t)
 {
 	int s;
@@ -360,6 +389,8 @@ static void txns_json(struct jw *w, const struct bind_timeline *t)
 			jw_int(w, "response_mono_ns", (long long)x->response_ns);
 		jw_bool(w, "succeeded", x->succeeded);
 		jw_int(w, "revision", x->revision);
+		if (!x->responded)
+			txn_unanswered_json(w, x);
 		jw_close(w, '}');
 	}
 	jw_close(w, ']');

@@ -175,7 +175,7 @@ struct bind_metrics *bind_metrics__new(void)
 				      bindtrace__libbpf_version() },
 		    1);
 	/* Every series a dashboard plots exists from the first scrape, at zero. */
-	for (i = BIND_RESULT_UNKNOWN; i <= BIND_RESULT_UNSCHEDULABLE; i++)
+	for (i = BIND_RESULT_UNKNOWN; i <= BIND_RESULT_SCHEDULER_ERROR; i++)
 		metric__touch(bm->binds,
 			      (const char *[]){ bind_result__name((enum bind_result)i) });
 	for (i = 0; i < LEG_MAX; i++)

@@ -345,7 +345,7 @@ void bind_view__init(struct bind_view *v, const struct bind_timeline *t, int64_t
 	v->t = t;
 	v->wall_offset_ns = wall_offset_ns;
 	view_origin(v);
-	if (t->result == BIND_RESULT_UNSCHEDULABLE)
+	if (bind_result__gave_up(t->result))
 		return;
 	/* The total first: it frames the path. */
 	leg_fill(&v->legs[v->n_legs++], t, LEG_TOTAL, -1);
@@ -395,7 +395,7 @@ const struct bind_leg *bind_view__leg(const struct bind_view *v, enum leg_id leg
 
 bool bind_view__has_stage(const struct bind_view *v, enum stage_id s)
 {
-	return v->t->result != BIND_RESULT_UNSCHEDULABLE || s == STAGE_BIND_REQUEST ||
+	return !bind_result__gave_up(v->t->result) || s == STAGE_BIND_REQUEST ||
 	       stage__before_bind(s);
 }
 

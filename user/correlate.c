@@ -43,6 +43,7 @@
 #define MAX_RAFT_OBS 16384 /* raft observations: a bind's entry, acks, commit indexes */
 #define MAX_RAFT_LINKS 64  /* (pid, conn, direction): the last ack and commit index kept */
 #define MAX_RAFT_PIDS 16   /* etcd processes and the member ids they speak as */
+#define MAX_GONE 16	   /* traced processes that exited, remembered */
 #define MAX_RAFT_KEYS 8192 /* pod keys and whether their last raft entry had them bound */
 #define RAFT_KEY_PROBE 8   /* slots a key may take from its hash's (the oldest is reused) */
 /* A bind seen only as its raft entry closes this long after the entry (and the linger): the
@@ -75,7 +76,9 @@ struct observation {
 	int64_t compare_rev; /* Txn compare */
 	bool succeeded;
 	bool prev_known;
-	const char *node;	/* Txn put / watch event: spec.nodeName (BIND_NAME_MAX) */
+	int grpc_status;	/* a Txn's error answer: its gRPC status (>0) */
+	const char *node;	/* Txn put / watch event: spec.nodeName (BIND_NAME_MAX); a Txn's
+				 * error answer: its grpc-message */
 	const char *prev_node;	/* etcd watch: prev_kv's (BIND_NAME_MAX) */
 	const char *user_agent; /* (OBS_USER_AGENT_MAX) */
 	const char *path;	/* (OBS_PATH_MAX) */
@@ -264,6 +267,12 @@ struct correlator {
 	struct raft_link raft_links[MAX_RAFT_LINKS];
 	struct raft_pid raft_pids[MAX_RAFT_PIDS];
 	int n_raft_pids;
+	/* Traced processes that exited (correlator__process_gone), the last MAX_GONE. */
+	struct {
+		pid_t pid;
+		uint64_t ns;
+	} gone[MAX_GONE];
+	unsigned n_gone;
 	uint64_t raft_ids[BIND_RAFT_MEMBERS]; /* every member id seen */
 	int n_raft_ids;
 	struct raft_key *raft_keys; /* MAX_RAFT_KEYS, made at the first pod entry */
@@ -333,6 +342,8 @@ const char *bind_result__name(enum bind_result result)
 		return "error";
 	case BIND_RESULT_UNSCHEDULABLE:
 		return "unschedulable";
+	case BIND_RESULT_SCHEDULER_ERROR:
+		return "scheduler_error";
 	default:
 		return "unknown";
 	}
@@ -1028,10 +1039,30 @@ static void on_binding_response(struct correlator *c, const struct actor *who,
 		b->close_after_ns = msg->ts_last_ns + 10 * c->opt.linger_ns;
 }
 
-/* The scheduler found no node: it patches the pod's status with PodScheduled=False. The request
- * opens the entry; the apiserver's answer (the patched Pod) closes it, and opens it when the
- * request could not be read (its :method and :path came from HPACK entries made before bindtrace
- * attached). */
+/* The failed bind of this pod (answered, not 2xx) that a give-up at now follows, if still open. */
+static const struct open_bind *failed_bind_before(const struct correlator *c, const char *ns,
+						  const char *name, uint64_t now)
+{
+	const struct open_bind *best = NULL, *b;
+	size_t i;
+
+	for (i = 0; i < c->hi_water; i++) {
+		b = &c->binds[i];
+		if (b->used && b->responded && b->responded_ns <= now &&
+		    !bind_result__gave_up(b->t.result) &&
+		    (b->t.status_code < 200 || b->t.status_code > 299) &&
+		    strcmp(b->t.name, name) == 0 && strcmp(b->t.namespace_, ns) == 0 &&
+		    (!best || b->responded_ns > best->responded_ns))
+			best = b;
+	}
+	return best;
+}
+
+/* The scheduler gave up on the pod: it patches the pod's status with PodScheduled=False, reason
+ * Unschedulable when it fits no node, SchedulerError after an error (most often a failed bind),
+ * and retries the pod later. The request opens the entry; the apiserver's answer (the patched
+ * Pod) closes it, and opens it when the request could not be read (its :method and :path came
+ * from HPACK entries made before bindtrace attached). */
 static void on_unschedulable(struct correlator *c, const struct actor *who,
 			     const struct decoded_msg *msg, const char *ns, const char *name,
 			     bool response)
@@ -1047,7 +1078,17 @@ static void on_unschedulable(struct correlator *c, const struct actor *who,
 	b = bind_for(c, ns, name, msg->ts_first_ns, true);
 	if (!b)
 		return;
-	b->t.result = BIND_RESULT_UNSCHEDULABLE;
+	b->t.result = strcmp(pod->scheduled_reason, "SchedulerError") == 0
+			  ? BIND_RESULT_SCHEDULER_ERROR
+			  : BIND_RESULT_UNSCHEDULABLE;
+	if (b->t.result == BIND_RESULT_SCHEDULER_ERROR && !b->t.failed_bind_seq) {
+		const struct open_bind *f = failed_bind_before(c, ns, name, msg->ts_first_ns);
+
+		if (f) {
+			b->t.failed_bind_seq = f->t.seq;
+			b->t.failed_bind_code = f->t.status_code;
+		}
+	}
 	util__copy(b->t.status_reason, sizeof(b->t.status_reason), pod->scheduled_reason);
 	if (pod->scheduled_message[0])
 		util__copy(b->t.status_message, sizeof(b->t.status_message),
@@ -1186,6 +1227,20 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 			note_create_txn(c, who, msg, key);
 		return;
 	}
+	/* A Txn answered with an error status and no TxnResponse (trailers only). */
+	if (msg->kind == DECODED_GRPC_RESPONSE && msg->http.grpc_status > 0 &&
+	    msg->body_kind != BODY_ETCD_TXN_RESPONSE &&
+	    strcmp(msg->http.path, "/etcdserverpb.KV/Txn") == 0) {
+		if (who->role == ROLE_APISERVER && msg->dir == CONN_DIR_IN)
+			o = obs_add(c, OBS_TXN_RESPONSE_IN, who, msg);
+		else if (who->role == ROLE_ETCD && msg->dir == CONN_DIR_OUT)
+			o = obs_add(c, OBS_ETCD_TXN_OUT, who, msg);
+		else
+			return;
+		o->grpc_status = msg->http.grpc_status;
+		obs_set(c, &o->node, msg->http.grpc_message, BIND_NAME_MAX);
+		return;
+	}
 	if (msg->kind == DECODED_GRPC_RESPONSE && msg->body_kind == BODY_ETCD_TXN_RESPONSE) {
 		if (who->role == ROLE_APISERVER && msg->dir == CONN_DIR_IN)
 			o = obs_add(c, OBS_TXN_RESPONSE_IN, who, msg);
@@ -1314,9 +1369,20 @@ static pid_t raft_pid_of(const struct correlator *c, uint64_t id)
 
 void correlator__process_gone(struct correlator *c, pid_t pid, uint64_t now_ns)
 {
+	c->gone[c->n_gone % MAX_GONE].pid = pid;
+	c->gone[c->n_gone++ % MAX_GONE].ns = now_ns;
 	for (int i = 0; i < c->n_raft_pids; i++)
 		if (c->raft_pids[i].pid == pid && !c->raft_pids[i].gone_ns)
 			c->raft_pids[i].gone_ns = now_ns;
+}
+
+/* When process pid exited (0: running, or not known). */
+static uint64_t pid_gone_ns(const struct correlator *c, pid_t pid)
+{
+	for (unsigned i = 0; i < c->n_gone && i < MAX_GONE; i++)
+		if (c->gone[i].pid == pid)
+			return c->gone[i].ns;
+	return 0;
 }
 
 /* When the member's process exited (0: running, or not known). */
@@ -1653,6 +1719,52 @@ static void explain_late_fsync(struct stage *st, const struct observation *fsync
 		    (double)(fsync->first_ns - answer_ns) / 1e6);
 }
 
+/* A Txn answered with a gRPC error instead of a TxnResponse. */
+static void txn_attempt_error(struct txn_attempt *a, const struct observation *r)
+{
+	if (a->grpc_status)
+		return;
+	a->grpc_status = r->grpc_status;
+	a->error_ns = r->last_ns;
+	util__copy(a->grpc_message, sizeof(a->grpc_message), r->node);
+}
+
+/* The etcd member that read the Txn `sent` (same stream, the connection seen from the other
+ * end), whether its process exited since, and its error answer if it gave one. */
+static void txn_attempt_member(struct correlator *c, const struct obs_list *pod, const char *key,
+			       uint64_t hash, const struct observation *sent, struct txn_attempt *a)
+{
+	const struct observation *in = NULL, *o;
+	const struct obs_list *l;
+	size_t i;
+
+	for_each_listed(c, pod, o, i)
+	{
+		if (o->kind == OBS_ETCD_TXN_IN && obs_key_is(o, key, hash) &&
+		    o->stream_id == sent->stream_id && same_connection(&o->who, &sent->who)) {
+			in = o;
+			break;
+		}
+	}
+	a->member_pid = in ? in->who.pid : sent->who.peer_pid;
+	if (!a->member_pid)
+		return;
+	a->member_id = raft_member_of(c, a->member_pid);
+	a->member_gone_ns = pid_gone_ns(c, a->member_pid);
+	if (!in)
+		return;
+	l = obs_on_stream(c, in->who.pid, in->who.conn, in->stream_id);
+	for_each_listed(c, l, o, i)
+	{
+		if (o->kind == OBS_ETCD_TXN_OUT && o->grpc_status &&
+		    o->stream_id == in->stream_id && o->who.conn == in->who.conn &&
+		    o->who.pid == in->who.pid && o->first_ns >= in->first_ns) {
+			txn_attempt_error(a, o);
+			break;
+		}
+	}
+}
+
 static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t window_start,
 			 uint64_t window_end)
 {
@@ -1680,12 +1792,17 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 
 			a->sent_ns = o->first_ns;
 			a->compare_revision = o->compare_rev;
+			txn_attempt_member(c, pod, key, hash, o, a);
 			l = obs_on_stream(c, o->who.pid, o->who.conn, o->stream_id);
 			for_each_listed(c, l, r, j)
 			{
 				if (r->kind == OBS_TXN_RESPONSE_IN &&
 				    r->stream_id == o->stream_id && r->who.conn == o->who.conn &&
 				    r->who.pid == o->who.pid && r->first_ns >= o->first_ns) {
+					if (r->grpc_status) {
+						txn_attempt_error(a, r);
+						break;
+					}
 					a->responded = true;
 					a->response_ns = r->last_ns;
 					a->revision = r->revision;
@@ -1720,9 +1837,9 @@ static void resolve_etcd(struct correlator *c, struct bind_timeline *t, uint64_t
 		l = obs_on_stream(c, in->who.pid, in->who.conn, in->stream_id);
 		for_each_listed(c, l, o, i)
 		{
-			if (o->kind == OBS_ETCD_TXN_OUT && o->stream_id == in->stream_id &&
-			    o->who.conn == in->who.conn && o->who.pid == in->who.pid &&
-			    o->first_ns >= in->first_ns) {
+			if (o->kind == OBS_ETCD_TXN_OUT && !o->grpc_status &&
+			    o->stream_id == in->stream_id && o->who.conn == in->who.conn &&
+			    o->who.pid == in->who.pid && o->first_ns >= in->first_ns) {
 				out = o;
 				break;
 			}
@@ -2641,8 +2758,9 @@ static void resolve_citation(struct correlator *c, struct bind_timeline *t)
 	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
 	hash = key_hash(key);
 	pod = obs_with_key(c, hash);
-	/* An unschedulable pod's: the give-up stack, the latest before its status PATCH. */
-	if (t->result == BIND_RESULT_UNSCHEDULABLE) {
+	/* A give-up's (unschedulable, scheduler error): its stack, the latest before its status
+	 * PATCH. */
+	if (bind_result__gave_up(t->result)) {
 		for_each_listed(c, pod, o, i)
 		{
 			if (o->kind == OBS_CALL && o->citation && o->cit_giveup &&
@@ -2732,6 +2850,52 @@ static bool all_seen(const struct bind_timeline *t)
 	for (s = STAGE_BIND_REQUEST; s < STAGE_MAX; s++)
 		if (!t->stages[s].seen)
 			return false;
+	return true;
+}
+
+/* A failed bind whose last Txn got no TxnResponse: where it went, what answered instead (a gRPC
+ * error) or that nothing did, and an etcd member that exited meanwhile (the dying leader a
+ * follower forwarded it to, or the member itself). Times are from the bind_request. */
+static bool explain_unanswered_txn(const struct correlator *c, const struct bind_timeline *t,
+				   char *buf, size_t n)
+{
+	const struct txn_attempt *a = t->n_txns ? &t->txns[t->n_txns - 1] : NULL;
+	const struct stage *from = t->stages[STAGE_BIND_REQUEST].seen
+				       ? &t->stages[STAGE_BIND_REQUEST]
+				       : &t->stages[STAGE_APISERVER_RECEIVED];
+	const struct stage *end = &t->stages[STAGE_BIND_RESPONSE];
+	uint64_t t0, gone_ns = a ? a->member_gone_ns : 0;
+	pid_t gone_pid = a ? a->member_pid : 0;
+	size_t k;
+	int len;
+
+	if (!a || a->responded || !from->seen)
+		return false;
+	t0 = from->mono_ns;
+	for (unsigned i = 0; !gone_ns && i < c->n_gone && i < MAX_GONE; i++)
+		if (raft_member_of(c, c->gone[i].pid) && c->gone[i].ns + 10000000000ull >= t0 &&
+		    (!end->seen || c->gone[i].ns <= end->mono_ns)) {
+			gone_ns = c->gone[i].ns;
+			gone_pid = c->gone[i].pid;
+		}
+	len = snprintf(buf, n, "no etcd write (%d): Txn sent to etcd pid %d at +%.1f ms",
+		       t->status_code, (int)a->member_pid, (double)(a->sent_ns - t0) / 1e6);
+	k = len >= 0 && (size_t)len < n ? (size_t)len : n - 1;
+	/* The exit before the answer: a long gRPC message is what gets cut. */
+	if (gone_ns && gone_pid == a->member_pid)
+		len = snprintf(buf + k, n - k, "; that member exited at %+.1f ms",
+			       ((double)gone_ns - (double)t0) / 1e6);
+	else if (gone_ns)
+		len = snprintf(buf + k, n - k, "; member %" PRIx64 " exited at %+.1f ms",
+			       raft_member_of(c, gone_pid), ((double)gone_ns - (double)t0) / 1e6);
+	else
+		len = 0;
+	k += len >= 0 && (size_t)len < n - k ? (size_t)len : n - 1 - k;
+	if (a->grpc_status)
+		snprintf(buf + k, n - k, "; answered at +%.1f ms: gRPC %d %s",
+			 (double)(a->error_ns - t0) / 1e6, a->grpc_status, a->grpc_message);
+	else
+		snprintf(buf + k, n - k, "; no answer");
 	return true;
 }
 
@@ -2829,6 +2993,24 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 				  : "the pod was created before bindtrace attached";
 		} else if (t->result == BIND_RESULT_UNSCHEDULABLE && !stage__before_bind(s)) {
 			why = "no Binding: the pod fits no node";
+		} else if (t->result == BIND_RESULT_SCHEDULER_ERROR && !stage__before_bind(s)) {
+			if (t->failed_bind_seq)
+				snprintf(off_node, sizeof(off_node),
+					 "no Binding in this attempt: the scheduler gave up after "
+					 "its bind failed (%d, timeline %" PRIu64
+					 "); it will retry "
+					 "the pod",
+					 t->failed_bind_code, t->failed_bind_seq);
+			else
+				snprintf(off_node, sizeof(off_node),
+					 "no Binding in this attempt: the scheduler gave up after "
+					 "an error (%.40s); it will retry the pod",
+					 t->status_message[0] ? t->status_message
+							      : "SchedulerError");
+			why = off_node;
+		} else if (etcd_stage && t->status_code && t->status_code != 201 &&
+			   explain_unanswered_txn(c, t, off_node, sizeof(off_node))) {
+			why = off_node;
 		} else if (etcd_stage && t->status_code && t->status_code != 201) {
 			why = t->status_code == 409   ? "no etcd write: 409 Conflict"
 			      : t->status_code == 404 ? "no etcd write: 404 Not Found"
@@ -2873,7 +3055,7 @@ bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s)
 
 	if (stage__before_bind(s))
 		return !t->created_before_attach;
-	if (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST)
+	if (bind_result__gave_up(t->result) && s != STAGE_BIND_REQUEST)
 		return false;
 	return !(etcd_stage && t->status_code && t->status_code != 201);
 }
@@ -2887,7 +3069,7 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	memcpy(t, &b->t, OPEN_PART);
 	memset((char *)t + OPEN_PART, 0, sizeof(*t) - OPEN_PART);
 
-	if (t->result != BIND_RESULT_UNSCHEDULABLE) {
+	if (!bind_result__gave_up(t->result)) {
 		for (s = STAGE_BIND_REQUEST; s < STAGE_MAX; s++) {
 			if (!t->stages[s].seen)
 				continue;
@@ -2921,13 +3103,15 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	resolve_pending(c, t);
 	/* After the pending state: whether the pod was created before attach tells why a
 	 * watcher's frames begin without its ADDED. */
-	if (t->result != BIND_RESULT_UNSCHEDULABLE)
+	if (!bind_result__gave_up(t->result))
 		resolve_watchers(c, t);
 	resolve_raft(c, t);
 	explain_missing(c, t, b->close_after_ns);
 	t->missing += raft_missing(t);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;
+	else if (t->result == BIND_RESULT_SCHEDULER_ERROR)
+		c->stats.scheduler_errors++;
 	else if (!t->missing)
 		c->stats.complete++;
 	c->cb(t, c->ctx);
@@ -2944,7 +3128,7 @@ static bool waiting_for_etcd_watch(struct correlator *c, struct open_bind *b, ui
 {
 	int code = b->t.status_code;
 
-	if (!b->responded || b->t.result == BIND_RESULT_UNSCHEDULABLE || code < 200 || code > 299)
+	if (!b->responded || bind_result__gave_up(b->t.result) || code < 200 || code > 299)
 		return false;
 	if (!b->etcd_watch_ns) {
 		if (now >= b->responded_ns + ETCD_WATCH_WAIT_NS)

@@ -58,7 +58,17 @@ enum bind_result {
 	BIND_RESULT_NOT_FOUND,	   /* 404: the pod is gone */
 	BIND_RESULT_ERROR,	   /* any other status */
 	BIND_RESULT_UNSCHEDULABLE, /* no Binding: PodScheduled=False (Unschedulable) */
+	/* No Binding in this attempt: PodScheduled=False (SchedulerError), the scheduler's
+	 * give-up after an error, most often a failed bind; it retries the pod. */
+	BIND_RESULT_SCHEDULER_ERROR,
 };
+
+/* Whether an entry is the scheduler's status PATCH (PodScheduled=False) rather than a bind:
+ * no Binding, no legs, only its bind_request (the PATCH) and the pod's create stages. */
+static inline bool bind_result__gave_up(enum bind_result r)
+{
+	return r == BIND_RESULT_UNSCHEDULABLE || r == BIND_RESULT_SCHEDULER_ERROR;
+}
 
 /* Who did something, and on which connection. */
 struct actor {
@@ -149,6 +159,16 @@ struct txn_attempt {
 	int64_t revision;
 	bool responded;
 	bool succeeded;
+	/* The etcd process that read it (0: not seen), its member id (0: not known) and when its
+	 * process exited (0: running, or not known). */
+	pid_t member_pid;
+	uint64_t member_id;
+	uint64_t member_gone_ns;
+	/* An answer with a gRPC error status instead of a TxnResponse (e.g. 14, "etcdserver:
+	 * request timed out" after a leader was lost): its status (0: none seen), time, message. */
+	int grpc_status;
+	uint64_t error_ns;
+	char grpc_message[48];
 };
 
 struct frame_line {
@@ -279,6 +299,10 @@ struct bind_timeline {
 	/* An unschedulable pod's: the message of the scheduler's PodScheduled=False condition
 	 * ("0/2 nodes are available: ..."), as its status PATCH or the patched Pod carried it. */
 	char status_message[BIND_MESSAGE_MAX];
+	/* A scheduler_error entry's: the failed bind of this pod it gave up after (that
+	 * timeline's seq and status code), 0 when none was seen. */
+	uint64_t failed_bind_seq;
+	int failed_bind_code;
 	int64_t revision;	 /* etcd revision of the write = the pod's resourceVersion */
 	int64_t create_revision; /* etcd revision of the pod's create (0 unknown) */
 	/* No trace of the pod's creation: it was created before bindtrace attached (or its
@@ -390,9 +414,10 @@ void correlator__tick(struct correlator *c, uint64_t now_ns, bool flush);
 
 struct correlator_stats {
 	uint64_t binds, complete, unschedulable, open, evicted;
-	uint64_t pending;	  /* pods created, not yet bound, held now */
-	uint64_t pending_evicted; /* dropped: the pending state was full */
-	uint64_t pending_expired; /* dropped: pending longer than pending_max_age_ns */
+	uint64_t scheduler_errors; /* give-ups after an error (SchedulerError): retried */
+	uint64_t pending;	   /* pods created, not yet bound, held now */
+	uint64_t pending_evicted;  /* dropped: the pending state was full */
+	uint64_t pending_expired;  /* dropped: pending longer than pending_max_age_ns */
 	/* Raft: observations of the peer traffic kept (a bounded ring), and binds whose raft
 	 * entry's observations had been pushed out of it before they closed. */
 	uint64_t raft_observations, raft_pushed_out;

@@ -47,10 +47,9 @@ static void md_stage_detail(FILE *out, const struct bind_timeline *t, int s)
 	switch (s) {
 	case STAGE_BIND_REQUEST:
 	case STAGE_APISERVER_RECEIVED:
-		fputs(t->result == BIND_RESULT_UNSCHEDULABLE ? "PATCH pods/" : "POST pods/", out);
+		fputs(bind_result__gave_up(t->result) ? "PATCH pods/" : "POST pods/", out);
 		fprint_md(out, t->name);
-		fputs(t->result == BIND_RESULT_UNSCHEDULABLE ? "/status PodScheduled=False"
-							     : "/binding",
+		fputs(bind_result__gave_up(t->result) ? "/status PodScheduled=False" : "/binding",
 		      out);
 		break;
 	case STAGE_ETCD_TXN_SENT:
@@ -254,12 +253,23 @@ static void md_summary(FILE *out, const struct bind_view *view, const char *svg_
 	}
 }
 
-/* An unschedulable pod's path: the scheduler's status PATCH instead of a Binding. */
+/* A give-up's path (unschedulable, scheduler error): the scheduler's status PATCH instead of a
+ * Binding. */
 static void md_unschedulable(FILE *out, const struct bind_timeline *t)
 {
 	const struct stage *st = &t->stages[STAGE_BIND_REQUEST];
 
-	fputs("The pod fits no node: the scheduler posted no Binding. It ", out);
+	if (t->result == BIND_RESULT_UNSCHEDULABLE)
+		fputs("The pod fits no node: the scheduler posted no Binding. It ", out);
+	else if (t->failed_bind_seq)
+		fprintf(out,
+			"The scheduler's bind failed (%d, timeline %" PRIu64 "): it gave up this "
+			"attempt and will retry the pod. It ",
+			t->failed_bind_code, t->failed_bind_seq);
+	else
+		fputs("The scheduling attempt failed with an error: the scheduler posted no "
+		      "Binding this time and will retry the pod. It ",
+		      out);
 	if (st->seen) {
 		fputs("recorded the failure itself — ", out);
 		md_who(out, &st->who);
@@ -316,7 +326,7 @@ static void md_path(FILE *out, const struct bind_view *view)
 	int i;
 
 	fputs("## Path: scheduler → apiserver → etcd → watchers\n\n", out);
-	if (view->t->result == BIND_RESULT_UNSCHEDULABLE)
+	if (bind_result__gave_up(view->t->result))
 		md_unschedulable(out, view->t);
 	for (i = 1; i < view->n_legs; i++)
 		md_leg(out, view, &view->legs[i], i);
@@ -339,7 +349,7 @@ static void md_stages(FILE *out, const struct bind_view *view)
 	for (s = 0; s < STAGE_MAX; s++) {
 		const struct stage *st = &t->stages[s];
 
-		if (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST)
+		if (bind_result__gave_up(t->result) && s != STAGE_BIND_REQUEST)
 			continue;
 		fprintf(out, "| `%s` | ", stage__name((enum stage_id)s));
 		if (!st->seen) {
@@ -579,7 +589,7 @@ static void md_missing(FILE *out, const struct bind_view *view)
 		const struct stage *st = &t->stages[s];
 
 		if (st->seen ||
-		    (t->result == BIND_RESULT_UNSCHEDULABLE && s != STAGE_BIND_REQUEST &&
+		    (bind_result__gave_up(t->result) && s != STAGE_BIND_REQUEST &&
 		     !stage__before_bind(s)) ||
 		    (stage__before_bind(s) && t->created_before_attach))
 			continue;
@@ -938,7 +948,7 @@ static void md_exercise_why(FILE *out, const struct bind_view *view)
 /* The course exercise, answered from this bind (a bound pod's). */
 static void md_exercise(FILE *out, const struct bind_view *view)
 {
-	if (view->t->result == BIND_RESULT_UNSCHEDULABLE)
+	if (bind_result__gave_up(view->t->result))
 		return;
 	fputs("## The exercise, from this bind's evidence\n\n"
 	      "Each claim below is printed from what bindtrace observed of this bind; what it did "

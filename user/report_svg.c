@@ -175,6 +175,9 @@ static void svg_title(struct svg *s)
 			ms_between(v->legs[0].start_ns, v->legs[0].end_ns));
 	else if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		fputs("no Binding: PodScheduled=False (Unschedulable)", s->out);
+	else if (t->result == BIND_RESULT_SCHEDULER_ERROR)
+		fputs("no Binding: PodScheduled=False (SchedulerError), the scheduler retries",
+		      s->out);
 	else
 		fputs("total not known: a stage at one end is missing", s->out);
 	if (t->revision)

@@ -88,6 +88,10 @@ void summary__add(struct summary *s, const struct bind_view *view)
 		s->unschedulable++;
 		return;
 	}
+	if (t->result == BIND_RESULT_SCHEDULER_ERROR) {
+		s->other++;
+		return;
+	}
 	if (t->result == BIND_RESULT_CONFLICT)
 		s->conflicts++;
 	else if (t->result != BIND_RESULT_BOUND)

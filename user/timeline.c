@@ -128,7 +128,7 @@ static void stage_detail(char *extra, size_t cap, const struct bind_timeline *t,
 		snprintf(extra, cap, "ADDED nodeName \"\"");
 		break;
 	case STAGE_BIND_REQUEST:
-		if (t->result == BIND_RESULT_UNSCHEDULABLE)
+		if (bind_result__gave_up(t->result))
 			snprintf(extra, cap, "PATCH pods/status PodScheduled=False");
 		else
 			snprintf(extra, cap, "POST pods/%s/binding", t->name);

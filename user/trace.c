@@ -470,9 +470,13 @@ static void print_totals(struct tracer *tr)
 	struct correlator_stats cstats;
 	struct dispatch_stats dstats;
 	uint64_t counters[COUNTER_MAX];
-	char evicted[96] = "";
+	char evicted[96] = "", gave_up[96] = "";
 
 	correlator__stats(tr->corr, &cstats);
+	if (cstats.scheduler_errors)
+		snprintf(gave_up, sizeof(gave_up),
+			 ", %llu given up after an error (SchedulerError; the scheduler retries)",
+			 (unsigned long long)cstats.scheduler_errors);
 	dispatch__stats(tr->dispatch, &dstats);
 	session__counters(tr->session, counters);
 	if (cstats.evicted)
@@ -482,13 +486,13 @@ static void print_totals(struct tracer *tr)
 	summary__print(tr->opt.json ? stderr : stdout, tr->summary);
 	fprintf(stderr,
 		"bindtrace: %llu events, %llu ring buffer drops, %llu binds seen (%llu complete, "
-		"%llu unschedulable); pending pods: %llu held, %llu dropped (full), %llu dropped "
+		"%llu unschedulable%s); pending pods: %llu held, %llu dropped (full), %llu dropped "
 		"(age)%s%s\n",
 		(unsigned long long)session__events(tr->session),
 		(unsigned long long)counters[COUNTER_RINGBUF_DROPS],
 		(unsigned long long)cstats.binds, (unsigned long long)cstats.complete,
-		(unsigned long long)cstats.unschedulable, (unsigned long long)cstats.pending,
-		(unsigned long long)cstats.pending_evicted,
+		(unsigned long long)cstats.unschedulable, gave_up,
+		(unsigned long long)cstats.pending, (unsigned long long)cstats.pending_evicted,
 		(unsigned long long)cstats.pending_expired, evicted,
 		dstats.conn_table_full ? "; connection table full: some traffic not decoded" : "");
 	if (cstats.raft_observations)

@@ -31,7 +31,8 @@ def load(work, run):
         for line in open(os.path.join(work, f"{node}.jsonl")):
             b = json.loads(line)
             name = b["pod"]["name"]
-            if not name.startswith(run + "-") or b.get("result") == "unschedulable":
+            if not name.startswith(run + "-") or b.get("result") in ("unschedulable",
+                                                                     "scheduler_error"):
                 continue
             if expected_spans(b):
                 if node in by_pod[name]:

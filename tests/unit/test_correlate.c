@@ -697,6 +697,177 @@ out:
 	free(r);
 }
 
+/* A bind across an etcd leader change (test-ha-leader-kill): its Txn went to a member whose
+ * proposal died with the leader; the apiserver answered 409 after etcd's request timeout; the
+ * scheduler gave up that attempt (PodScheduled False, SchedulerError) and retried. */
+enum failed_case {
+	FAILED_ERROR_ANSWER,  /* the member answered gRPC 14 "etcdserver: request timed out" */
+	FAILED_MEMBER_EXITED, /* the member's process exited; no answer */
+	FAILED_UNSCHEDULABLE, /* a give-up with reason Unschedulable: still the pod fits no node */
+};
+
+struct failed_result {
+	int binds;
+	struct bind_timeline t[3];
+	char json[3][16384];
+};
+
+static void on_failed_bind(const struct bind_timeline *t, void *ctx)
+{
+	struct failed_result *r = ctx;
+	struct bind_view view;
+	FILE *f;
+
+	if (r->binds >= 3) {
+		r->binds++;
+		return;
+	}
+	r->t[r->binds] = *t;
+	f = fmemopen(r->json[r->binds], sizeof(r->json[0]) - 1, "w");
+	if (f) {
+		bind_view__init(&view, t, 0);
+		timeline__print_json(f, &view);
+		fclose(f);
+	}
+	r->binds++;
+}
+
+static void status_patch(struct correlator *c, const struct actor *sched, enum decoded_kind kind,
+			 uint64_t first_us, const char *reason, const char *text)
+{
+	struct decoded_msg *m = message(kind, kind == DECODED_REQUEST ? CONN_DIR_OUT : CONN_DIR_IN,
+					9, first_us, first_us + 10);
+	struct k8s_pod *p = &m->body.k8s.pod;
+
+	snprintf(m->http.method, sizeof(m->http.method), "PATCH");
+	snprintf(m->http.path, sizeof(m->http.path),
+		 "/api/v1/namespaces/default/pods/web-0/status");
+	if (kind == DECODED_RESPONSE)
+		m->http.status = 200;
+	m->body_kind = BODY_K8S;
+	m->body.k8s.kind = K8S_KIND_POD;
+	p->has_scheduled = true;
+	snprintf(p->scheduled_status, sizeof(p->scheduled_status), "False");
+	snprintf(p->scheduled_reason, sizeof(p->scheduled_reason), "%s", reason);
+	snprintf(p->scheduled_message, sizeof(p->scheduled_message), "%s", text);
+	correlator__message(c, sched, m);
+}
+
+static void conflict(struct correlator *c, const struct actor *who, enum conn_dir dir,
+		     uint64_t first_us)
+{
+	struct decoded_msg *m = message(DECODED_RESPONSE, dir, 3, first_us, first_us + 20);
+
+	snprintf(m->http.method, sizeof(m->http.method), "POST");
+	snprintf(m->http.path, sizeof(m->http.path), POD_PATH);
+	m->http.status = 409;
+	m->body_kind = BODY_K8S;
+	m->body.k8s.kind = K8S_KIND_STATUS;
+	m->body.k8s.status.code = 409;
+	snprintf(m->body.k8s.status.reason, sizeof(m->body.k8s.status.reason), "Conflict");
+	correlator__message(c, who, m);
+}
+
+static void check_failed_bind(enum failed_case fc)
+{
+	static const char *const names[] = { "error answer", "member exited", "unschedulable" };
+	const char *name = names[fc];
+	struct failed_result *r = calloc(1, sizeof(*r));
+	struct correlator_options opt = {
+		.linger_ns = 100000000ull, /* 100 ms: the give-up comes 23 ms after the 409 */
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+	};
+	struct correlator *c = r ? correlator__new(&opt, on_failed_bind, r) : NULL;
+	const struct addresses *a = &runs[0];
+	struct actor sched = actor(812, "kube-scheduler", ROLE_SCHEDULER, 1001, a->scheduler),
+		     api_in = actor(640, "kube-apiserver", ROLE_APISERVER, 2001, a->apiserver_in),
+		     api_etcd =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2002, a->apiserver_etcd),
+		     etcd_in = actor(590, "etcd", ROLE_ETCD, 3001, a->etcd_in);
+	const char *why;
+	struct decoded_msg *m;
+
+	CHECK(r && c, "%s: correlator", name);
+	if (!r || !c)
+		goto out;
+	binding(c, &sched, DECODED_REQUEST, CONN_DIR_OUT, 0, 20);
+	binding(c, &api_in, DECODED_REQUEST, CONN_DIR_IN, 100, 400);
+	txn(c, &api_etcd, CONN_DIR_OUT, 500, 520);
+	txn(c, &etcd_in, CONN_DIR_IN, 600, 620);
+	if (fc == FAILED_MEMBER_EXITED) {
+		correlator__process_gone(c, 590, B + 2000 * US);
+	} else {
+		/* etcd's request timeout: trailers only, no TxnResponse. */
+		m = message(DECODED_GRPC_RESPONSE, CONN_DIR_OUT, 7, 7000000, 7000010);
+		snprintf(m->http.path, sizeof(m->http.path), "/etcdserverpb.KV/Txn");
+		m->http.status = 200;
+		m->http.grpc_status = 14;
+		snprintf(m->http.grpc_message, sizeof(m->http.grpc_message),
+			 "etcdserver: request timed out");
+		correlator__message(c, &etcd_in, m);
+	}
+	conflict(c, &api_in, CONN_DIR_OUT, 7000100);
+	conflict(c, &sched, CONN_DIR_IN, 7000200);
+	status_patch(
+	    c, &sched, DECODED_REQUEST, 7023000,
+	    fc == FAILED_UNSCHEDULABLE ? "Unschedulable" : "SchedulerError",
+	    fc == FAILED_UNSCHEDULABLE
+		? "0/2 nodes are available"
+		: "running Bind plugin \"DefaultBinder\": Operation cannot be fulfilled on "
+		  "pods/binding \"web-0\": etcdserver: request timed out");
+	status_patch(c, &sched, DECODED_RESPONSE, 7024000,
+		     fc == FAILED_UNSCHEDULABLE ? "Unschedulable" : "SchedulerError", "");
+	correlator__tick(c, B + 20000000 * US, true);
+	CHECK(r->binds == 2, "%s: the 409 and the give-up, got %d", name, r->binds);
+	if (r->binds != 2)
+		goto out;
+	CHECK(r->t[0].result == BIND_RESULT_CONFLICT, "%s: the bind: %s", name,
+	      bind_result__name(r->t[0].result));
+	why = r->t[0].stages[STAGE_ETCD_TXN_RESPONSE].missing;
+	CHECK(strstr(why, "no etcd write (409): Txn sent to etcd pid 590 at +0.5 ms; ") == why,
+	      "%s: where the Txn went: %s", name, why);
+	if (fc == FAILED_MEMBER_EXITED) {
+		CHECK(strstr(why, "; that member exited at +2.0 ms; no answer") != NULL,
+		      "%s: no answer, the member exited: %s", name, why);
+		CHECK(strstr(r->json[0],
+			     "\"etcd_pid\":590,\"member_exited_mono_ns\":1000002000000") != NULL,
+		      "%s: the attempt's member in the JSON: %s", name, r->json[0]);
+	} else {
+		CHECK(strstr(why, "; answered at +7000.0 ms: gRPC 14 etcdserver: request timed "
+				  "out") != NULL,
+		      "%s: etcd's error answer: %s", name, why);
+		CHECK(strstr(r->json[0], "\"grpc_status\":14,\"grpc_message\":\"etcdserver: "
+					 "request timed out\"") != NULL,
+		      "%s: the error answer in the JSON: %s", name, r->json[0]);
+	}
+	CHECK(!strcmp(r->t[0].stages[STAGE_ETCD_WAL_FSYNC].missing, why),
+	      "%s: the fsync says the same: %s", name,
+	      r->t[0].stages[STAGE_ETCD_WAL_FSYNC].missing);
+	why = r->t[1].stages[STAGE_APISERVER_RECEIVED].missing;
+	if (fc == FAILED_UNSCHEDULABLE) {
+		CHECK(r->t[1].result == BIND_RESULT_UNSCHEDULABLE, "%s: the give-up: %s", name,
+		      bind_result__name(r->t[1].result));
+		CHECK(!strcmp(why, "no Binding: the pod fits no node"), "%s: %s", name, why);
+		goto out;
+	}
+	CHECK(r->t[1].result == BIND_RESULT_SCHEDULER_ERROR, "%s: the give-up: %s", name,
+	      bind_result__name(r->t[1].result));
+	CHECK(!strcmp(why, "no Binding in this attempt: the scheduler gave up after its bind "
+			   "failed (409, timeline 1); it will retry the pod"),
+	      "%s: the give-up's reason: %s", name, why);
+	CHECK(strstr(r->json[1], "\"result\":\"scheduler_error\"") &&
+		  strstr(r->json[1], "\"failed_bind\":{\"seq\":1,\"status_code\":409}"),
+	      "%s: the give-up in the JSON: %.300s", name, r->json[1]);
+	CHECK(r->t[1].missing == 0, "%s: the give-up misses nothing, got %d", name,
+	      r->t[1].missing);
+out:
+	correlator__free(c);
+	free(r);
+}
+
 int main(void)
 {
 	size_t i;
@@ -715,5 +886,8 @@ int main(void)
 	check_create(false, CREATE_HEADERLESS_ANSWER);
 	check_node_scope();
 	check_ring_wrap();
+	check_failed_bind(FAILED_ERROR_ANSWER);
+	check_failed_bind(FAILED_MEMBER_EXITED);
+	check_failed_bind(FAILED_UNSCHEDULABLE);
 	return check_summary("correlate");
 }

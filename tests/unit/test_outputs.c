@@ -193,7 +193,12 @@ static void complete_bind(struct bind_timeline *t)
 	set_stage(&s[STAGE_BIND_RESPONSE_RECEIVED], &sched_conn, B + 3100 * US, B + 3213 * US,
 		  false, 3);
 	t->n_txns = 1;
-	t->txns[0] = (struct txn_attempt){ B + 515 * US, B + 2525 * US, 1200, 1234, true, true };
+	t->txns[0] = (struct txn_attempt){ .sent_ns = B + 515 * US,
+					   .response_ns = B + 2525 * US,
+					   .compare_revision = 1200,
+					   .revision = 1234,
+					   .responded = true,
+					   .succeeded = true };
 	t->n_watchers = 2;
 	set_stage(&t->watchers[0].sent, &api_w1, B + 3050 * US, B + 3060 * US, true, 5);
 	miss(&t->watchers[0].received, "the watcher is not traced");
