@@ -17,7 +17,11 @@ fsync, may end after the signal). It fails when:
     the new one after), or a leader change is reported where none happened (a bind wholly before
     the kill, or wholly after the new leader was in place);
   - a bind in flight at the kill (its Binding sent before, its answer after) neither shows the leader
-    change, nor says what is missing, nor had its entry committed before the kill.
+    change, nor says what is missing, nor had its entry committed before the kill;
+  - the scheduler's give-up after a failed bind (PodScheduled False, SchedulerError) is not a
+    scheduler_error entry naming that failed bind, or says "the pod fits no node";
+  - a failed bind whose Txn got no TxnResponse does not say where it went and what came of it
+    (etcd's gRPC error, or no answer), or, in flight at the kill, that the killed leader exited.
 It prints the counts, and every bind in flight at the kill with what its timeline says."""
 import json
 import os
@@ -164,13 +168,53 @@ def main():
     for b in binds:
         if b["missing_stages"] and b not in in_flight and b["pod"]["name"] not in several:
             print("   incomplete:", describe(b))
-    # Known short (stop 20, not yet fixed): a failed bind's give-up (PodScheduled False,
-    # SchedulerError) is taken for "the pod fits no node"; shown, not failed on.
+    # The scheduler's give-up after a failed bind (PodScheduled False, SchedulerError): a
+    # scheduler_error entry naming the failed bind of its pod, never "the pod fits no node".
+    by_seq = {b["seq"]: b for b in binds}
+    gave_up, unanswered = [], []
     for b in binds:
-        if b["result"] == "unschedulable" and b.get("status_reason") != "Unschedulable":
-            print(f"   NOTE {b['pod']['name']}: entry 'unschedulable' with reason "
-                  f"{b.get('status_reason')!r} (a give-up after a failed bind, not a pod that "
-                  f"fits no node)")
+        name = b["pod"]["name"]
+        if b.get("status_reason") != "SchedulerError" and b["result"] != "scheduler_error":
+            continue
+        gave_up.append(b)
+        if b["result"] != "scheduler_error":
+            bad.append(f"{name}: a give-up with reason {b.get('status_reason')!r} shown as "
+                       f"{b['result']!r}, not scheduler_error")
+        for s, st in b["stages"].items():
+            if "fits no node" in st.get("missing", ""):
+                bad.append(f"{name}: give-up after an error, yet {s}: {st['missing']}")
+        fb = b.get("failed_bind")
+        if fb is not None:
+            f = by_seq.get(fb.get("seq"))
+            if (not f or f["pod"]["name"] != name or f["status_code"] != fb.get("status_code")
+                    or 200 <= f["status_code"] < 300):
+                bad.append(f"{name}: failed_bind {fb} is no failed bind of this pod")
+    # A failed bind whose last Txn got no TxnResponse says where it went and what came of it
+    # (etcd's error answer, or none), and, in flight at the kill, that the killed leader exited.
+    for b in binds:
+        atts = b.get("etcd_txn_attempts") or []
+        if b["result"] == "bound" or not b["status_code"] or not atts or atts[-1]["responded"]:
+            continue
+        unanswered.append(b)
+        a = atts[-1]
+        name = b["pod"]["name"]
+        why = b["stages"]["etcd_txn_response"].get("missing", "")
+        want = f"no etcd write ({b['status_code']}): Txn sent to etcd pid "
+        if not why.startswith(want) or ("; no answer" not in why and "; answered at" not in why):
+            bad.append(f"{name}: an unanswered Txn's reason is {why!r}")
+        if ("grpc_status" in a) != ("; answered at" in why):
+            bad.append(f"{name}: etcd's error answer {a.get('grpc_status')} against {why!r}")
+        answered = when(b, "bind_response")
+        if (a["sent_mono_ns"] < kill_ns and (answered is None or answered > kill_ns) and
+                f"member {old} exited" not in why and
+                not ("that member exited" in why and a.get("etcd_pid") == killed_pid)):
+            bad.append(f"{name}: Txn in flight at the kill, the killed leader's exit not said: "
+                       f"{why!r}")
+    print(f"{len(gave_up)} give-ups after an error (scheduler_error), {len(unanswered)} failed "
+          f"binds whose Txn got no TxnResponse")
+    for b in gave_up + unanswered:
+        if b not in in_flight:
+            print("   failed or given up:", describe(b))
     for x in bad[:20]:
         print("FAIL:", x)
     return 1 if bad else 0
