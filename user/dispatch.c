@@ -595,6 +595,11 @@ void dispatch__print_peer_feed(const struct dispatch *d, FILE *out)
 	peer_feed__print(d->peer_feed, out);
 }
 
+void dispatch__process_gone(struct dispatch *d, pid_t pid)
+{
+	peer_feed__reader_gone(d->peer_feed, pid);
+}
+
 void dispatch__stats(const struct dispatch *d, struct dispatch_stats *stats)
 {
 	*stats = d->stats;

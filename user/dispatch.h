@@ -97,5 +97,7 @@ void dispatch__stats(const struct dispatch *d, struct dispatch_stats *stats);
  * went that way). */
 void dispatch__expire(struct dispatch *d, uint64_t now_ns);
 void dispatch__print_peer_feed(const struct dispatch *d, FILE *out);
+/* A traced process exited: what its peers write to it is not read (not a gap). */
+void dispatch__process_gone(struct dispatch *d, pid_t pid);
 
 #endif

@@ -32,14 +32,16 @@ struct conn_key {
 struct slot {
 	struct conn_key key;
 	enum slot_state state;
-	bool confirmed; /* its reader has read through this path */
-	bool no_reader; /* its reader is known not to (peer_feed__no_reader) */
+	bool confirmed;	  /* its reader has read through this path */
+	bool no_reader;	  /* its reader is known not to (peer_feed__no_reader) */
+	bool reader_gone; /* its reader's process exited (peer_feed__reader_gone) */
 	struct pending *head, *tail;
 	uint64_t queued_bytes;
 	uint64_t last_ns;      /* of the last read or Write */
 	uint32_t write_seq;    /* the last Write's first sequence number */
 	uint64_t write_offset; /* and its plaintext offset in the writer's stream */
 	uint64_t reader_conn;
+	uint32_t reader_pid;	/* of its read(2)s */
 	uint64_t reader_offset; /* of the next delivered byte in the reader's stream */
 	/* The writer's stream: where its next event should begin (writer_next), so that an event
 	 * lost to drops before a queued Write is a gap in the reader's stream too. */
@@ -297,6 +299,11 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e, bool p
 		return;
 	}
 	s->last_ns = e->hdr.ts_ns;
+	if (s->reader_gone) {
+		pf->stats.reader_exited++;
+		pf->stats.reader_exited_bytes += e->len;
+		return;
+	}
 	if (s->no_reader) {
 		pf->stats.no_reader++;
 		pf->stats.no_reader_bytes += e->len;
@@ -382,6 +389,7 @@ void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 		s->writer_known = false;
 		pf->stats.reader_came++;
 	}
+	s->reader_pid = r->hdr.pid;
 	if (!s->reader_conn) {
 		s->reader_conn = r->conn;
 	} else if (s->reader_conn != r->conn) {
@@ -489,6 +497,24 @@ static void slot_no_reader(struct peer_feed *pf, struct slot *s)
 	s->gap_pending = 0;
 }
 
+void peer_feed__reader_gone(struct peer_feed *pf, pid_t pid)
+{
+	for (uint32_t i = 0; i < pf->n_live; i++) {
+		struct slot *s = &pf->slots[pf->live[i]];
+
+		if (!s->confirmed || s->reader_pid != (uint32_t)pid)
+			continue;
+		s->reader_gone = true;
+		while (s->head) {
+			pf->stats.reader_exited++;
+			pf->stats.reader_exited_bytes += s->head->e.len;
+			pf->stats.dropped_bytes -= s->head->e.len; /* not a gap: drop_head counts */
+			drop_head(pf, s);
+		}
+		s->gap_pending = 0;
+	}
+}
+
 void peer_feed__stats(const struct peer_feed *pf, struct peer_feed_stats *out)
 {
 	*out = pf->stats;
@@ -504,11 +530,12 @@ void peer_feed__print(const struct peer_feed *pf, FILE *out)
 	fprintf(
 	    out,
 	    "bindtrace: reads from the writers: %llu read(2)s, %llu Writes delivered, %llu "
-	    "dropped unread (%llu bytes shown as gaps), %llu read by a read(2) whose record was "
-	    "lost (timed by their Write), %llu not kept for clients that do not read this way "
-	    "(%llu bytes)%s\n",
+	    "dropped unread (%llu bytes shown as gaps), %llu to readers that exited (%llu bytes "
+	    "not read), %llu read by a read(2) whose record was lost (timed by their Write), %llu "
+	    "not kept for clients that do not read this way (%llu bytes)%s\n",
 	    (unsigned long long)x->reads, (unsigned long long)x->delivered,
 	    (unsigned long long)(x->expired + x->overflow), (unsigned long long)x->dropped_bytes,
+	    (unsigned long long)x->reader_exited, (unsigned long long)x->reader_exited_bytes,
 	    (unsigned long long)x->retimed, (unsigned long long)x->no_reader,
 	    (unsigned long long)x->no_reader_bytes,
 	    x->table_full ? "; connection table full: some reads not followed" : "");

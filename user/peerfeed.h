@@ -103,7 +103,13 @@ struct peer_feed_stats {
 	uint64_t no_reader;  /* Writes not queued, or freed: their reader does not read this way */
 	uint64_t no_reader_bytes;
 	uint64_t reader_came; /* a read(2) on a connection said to have no such reader */
+	/* Writes to a reader whose process exited (an etcd member killed): not read, not a gap;
+	 * those queued then, and those written to it after. */
+	uint64_t reader_exited, reader_exited_bytes;
 };
+/* Process pid exited: the Writes queued for it as a reader are freed, and those that follow on
+ * its connections are not queued (counted in reader_exited, not as gaps). */
+void peer_feed__reader_gone(struct peer_feed *pf, pid_t pid);
 void peer_feed__stats(const struct peer_feed *pf, struct peer_feed_stats *out);
 /* One line of those counts to out when any read went through this path, and the comparison in
  * compare mode. */

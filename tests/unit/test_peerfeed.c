@@ -2,6 +2,7 @@
  * byte on the wire, in order, with the reader's own stream offsets; a Write dropped unread shows
  * as a gap; a remote connection whose reader never read queues nothing; which roles read this
  * way. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -386,6 +387,49 @@ int main(void)
 		peer_feed__stats(pf, &st);
 		CHECK_INT(st.table_full, 0);
 		CHECK_INT(st.expired, 3);
+		peer_feed__free(pf);
+	}
+	/* A reader that exited (an etcd member killed): what was queued for it and what its peer
+	 * writes to it after are not read, which is no gap (test-ha-leader-kill's exit line). */
+	{
+		char line[1024] = "";
+		FILE *f;
+
+		pf = peer_feed__new(false);
+		memset(&g, 0, sizeof(g));
+		w = write_ev(100, 7000, 0, "ping", 127);
+		peer_feed__written(pf, w, true);
+		free(w);
+		r = read_ev(150, 7000 + 4 + 22, 127);
+		peer_feed__read(pf, &r, deliver, &g);
+		CHECK_INT(g.n, 1);
+		w = write_ev(200, 7026, 4, "queued", 127);
+		peer_feed__written(pf, w, true);
+		free(w);
+		w = write_ev(210, 7026 + 6 + 22, 10, "queued2", 127);
+		peer_feed__written(pf, w, true);
+		free(w);
+		peer_feed__reader_gone(pf, 21); /* another process: nothing */
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.reader_exited, 0);
+		peer_feed__reader_gone(pf, 20);
+		w = write_ev(300, 7026 + 6 + 22 + 7 + 22, 17, "after", 127);
+		peer_feed__written(pf, w, true);
+		free(w);
+		CHECK_INT(peer_feed__expire(pf, 300 + PEER_FEED_MAX_AGE_NS + 1), 0);
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.reader_exited, 3);
+		CHECK_INT(st.reader_exited_bytes, 6 + 7 + 5);
+		CHECK_INT(st.expired + st.overflow, 0);
+		CHECK_INT(st.dropped_bytes, 0);
+		f = fmemopen(line, sizeof(line) - 1, "w");
+		if (f) {
+			peer_feed__print(pf, f);
+			fclose(f);
+		}
+		CHECK(strstr(line, "0 dropped unread (0 bytes shown as gaps), 3 to readers that "
+				   "exited (18 bytes not read)") != NULL,
+		      "the exit line: %s", line);
 		peer_feed__free(pf);
 	}
 	return check_summary("peerfeed");
