@@ -2854,8 +2854,9 @@ static bool all_seen(const struct bind_timeline *t)
 }
 
 /* A failed bind whose last Txn got no TxnResponse: where it went, what answered instead (a gRPC
- * error) or that nothing did, and an etcd member that exited meanwhile (the dying leader a
- * follower forwarded it to, or the member itself). Times are from the bind_request. */
+ * error) or that nothing did, and an etcd member that exited from 10 s before it on (the dying
+ * leader a follower forwarded it to, or the member itself; seen when the tracer noticed, which
+ * may be after the answer). Times are from the bind_request. */
 static bool explain_unanswered_txn(const struct correlator *c, const struct bind_timeline *t,
 				   char *buf, size_t n)
 {
@@ -2863,7 +2864,6 @@ static bool explain_unanswered_txn(const struct correlator *c, const struct bind
 	const struct stage *from = t->stages[STAGE_BIND_REQUEST].seen
 				       ? &t->stages[STAGE_BIND_REQUEST]
 				       : &t->stages[STAGE_APISERVER_RECEIVED];
-	const struct stage *end = &t->stages[STAGE_BIND_RESPONSE];
 	uint64_t t0, gone_ns = a ? a->member_gone_ns : 0;
 	pid_t gone_pid = a ? a->member_pid : 0;
 	size_t k;
@@ -2873,8 +2873,7 @@ static bool explain_unanswered_txn(const struct correlator *c, const struct bind
 		return false;
 	t0 = from->mono_ns;
 	for (unsigned i = 0; !gone_ns && i < c->n_gone && i < MAX_GONE; i++)
-		if (raft_member_of(c, c->gone[i].pid) && c->gone[i].ns + 10000000000ull >= t0 &&
-		    (!end->seen || c->gone[i].ns <= end->mono_ns)) {
+		if (raft_member_of(c, c->gone[i].pid) && c->gone[i].ns + 10000000000ull >= t0) {
 			gone_ns = c->gone[i].ns;
 			gone_pid = c->gone[i].pid;
 		}
@@ -2883,10 +2882,10 @@ static bool explain_unanswered_txn(const struct correlator *c, const struct bind
 	k = len >= 0 && (size_t)len < n ? (size_t)len : n - 1;
 	/* The exit before the answer: a long gRPC message is what gets cut. */
 	if (gone_ns && gone_pid == a->member_pid)
-		len = snprintf(buf + k, n - k, "; that member exited at %+.1f ms",
+		len = snprintf(buf + k, n - k, "; that member exited (seen at %+.1f ms)",
 			       ((double)gone_ns - (double)t0) / 1e6);
 	else if (gone_ns)
-		len = snprintf(buf + k, n - k, "; member %" PRIx64 " exited at %+.1f ms",
+		len = snprintf(buf + k, n - k, "; member %" PRIx64 " exited (seen at %+.1f ms)",
 			       raft_member_of(c, gone_pid), ((double)gone_ns - (double)t0) / 1e6);
 	else
 		len = 0;

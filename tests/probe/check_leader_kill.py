@@ -205,7 +205,8 @@ def main():
         if ("grpc_status" in a) != ("; answered at" in why):
             bad.append(f"{name}: etcd's error answer {a.get('grpc_status')} against {why!r}")
         answered = when(b, "bind_response")
-        if (a["sent_mono_ns"] < kill_ns and (answered is None or answered > kill_ns) and
+        began = when(b, "bind_request") or when(b, "apiserver_received") or a["sent_mono_ns"]
+        if (began < kill_ns and (answered is None or answered > kill_ns) and
                 f"member {old} exited" not in why and
                 not ("that member exited" in why and a.get("etcd_pid") == killed_pid)):
             bad.append(f"{name}: Txn in flight at the kill, the killed leader's exit not said: "
