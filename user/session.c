@@ -284,6 +284,17 @@ void session__stop(struct session *s)
 	stopping = 1;
 }
 
+void session__catch_signals(void)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+}
+
+bool session__stop_requested(void)
+{
+	return stopping;
+}
+
 uint64_t session__events(const struct session *s)
 {
 	return s->events;

@@ -75,6 +75,12 @@ void session__remove_target(struct session *s, pid_t pid);
 int session__run(struct session *s, const struct session_handlers *handlers, uint64_t deadline_ns);
 /* Ends session__run after its current step (from a handler or `between`). */
 void session__stop(struct session *s);
+/* Catches SIGINT and SIGTERM from now on (session__run does too): called before the targets are
+ * attached, so that one during the attach is not lost (a tracer started in the background by a
+ * script inherits SIGINT ignored, until a handler is set) and ends the tracer once the step under
+ * way is done. session__stop_requested: whether one came (or session__stop was called). */
+void session__catch_signals(void);
+bool session__stop_requested(void);
 
 /* Records read so far. */
 uint64_t session__events(const struct session *s);

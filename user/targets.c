@@ -508,6 +508,8 @@ int targets__attach_all(struct targets *ts, struct session *session)
 	 * registered after a pause waits for an RCU grace period (tens of milliseconds on a busy
 	 * machine), and binaries read in between made each target wait for its own. */
 	for (i = ts->n - 1; i >= 0; i--) {
+		if (session__stop_requested()) /* SIGINT: nothing more is attached */
+			return 0;
 		err = target__read(ts, &ts->t[i], &clk[i]);
 		if (err)
 			return err;

@@ -99,6 +99,8 @@ static void on_detached(void *ctx, const struct target *t)
 	struct tracer *tr = ctx;
 
 	sockets__untrack(tr->sockets, t->proc.pid);
+	if (tr->dispatch)
+		dispatch__process_gone(tr->dispatch, t->proc.pid);
 	if (tr->corr)
 		correlator__process_gone(tr->corr, t->proc.pid, util__monotonic_ns());
 }
@@ -550,6 +552,7 @@ int cmd_trace(int argc, char **argv)
 		return cmd_check(argc, argv);
 	}
 	util__setup_libbpf_log();
+	session__catch_signals(); /* a SIGINT while attaching ends the tracer once attached */
 	on.ctx = tr;
 	targets__init(&tr->targets, &on);
 	tr->targets.probe_reads = tr->opt.probe_reads;
