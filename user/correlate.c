@@ -2854,7 +2854,7 @@ static bool all_seen(const struct bind_timeline *t)
 }
 
 /* A failed bind whose last Txn got no TxnResponse: where it went, what answered instead (a gRPC
- * error) or that nothing did, and an etcd member that exited from 10 s before it on (the dying
+ * error) or that none was seen, and an etcd member that exited from 10 s before it on (the dying
  * leader a follower forwarded it to, or the member itself; seen when the tracer noticed, which
  * may be after the answer). Times are from the bind_request. */
 static bool explain_unanswered_txn(const struct correlator *c, const struct bind_timeline *t,
@@ -2894,7 +2894,7 @@ static bool explain_unanswered_txn(const struct correlator *c, const struct bind
 		snprintf(buf + k, n - k, "; answered at +%.1f ms: gRPC %d %s",
 			 (double)(a->error_ns - t0) / 1e6, a->grpc_status, a->grpc_message);
 	else
-		snprintf(buf + k, n - k, "; no answer");
+		snprintf(buf + k, n - k, "; no answer seen");
 	return true;
 }
 

@@ -830,7 +830,7 @@ static void check_failed_bind(enum failed_case fc)
 	CHECK(strstr(why, "no etcd write (409): Txn sent to etcd pid 590 at +0.5 ms; ") == why,
 	      "%s: where the Txn went: %s", name, why);
 	if (fc == FAILED_MEMBER_EXITED) {
-		CHECK(strstr(why, "; that member exited (seen at +2.0 ms); no answer") != NULL,
+		CHECK(strstr(why, "; that member exited (seen at +2.0 ms); no answer seen") != NULL,
 		      "%s: no answer, the member exited: %s", name, why);
 		CHECK(strstr(r->json[0],
 			     "\"etcd_pid\":590,\"member_exited_mono_ns\":1000002000000") != NULL,
