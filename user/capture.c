@@ -17,6 +17,7 @@
 #include "discover.h"
 #include "endpoint.h"
 #include "events.h"
+#include "outbuf.h"
 #include "session.h"
 #include "streams.h"
 #include "tlsprobe.h"
@@ -29,6 +30,9 @@
  * connections moving 2.4 MB each way at loopback speed (tests/cost/bulk) put 19 MB in the ring
  * within 0.15-0.6 s, faster than --json reaches a file; with 4 MiB most runs lost data. */
 #define CAPTURE_RINGBUF_DEFAULT (64ul << 20)
+/* --json output is written in pieces of about this size (a bulk capture writes tens of MB a
+ * second; each write(2) costs a syscall and every tracer's syscall tracepoints) */
+#define CAPTURE_JSON_FLUSH_AT (1ul << 20)
 
 struct capture_options {
 	pid_t pids[MAX_PIDS];
@@ -66,8 +70,9 @@ struct capture_state {
 	uint64_t next_scan_ns;
 	bool stream_table_full;
 	bool write_failed;
-	/* --json: one line is built here (sized for the largest event) and written in one go */
-	char *line;
+	/* --json: every line is built in place here and reaches stdout in writes of about
+	 * CAPTURE_JSON_FLUSH_AT bytes, and all of it after each read of the ring buffer */
+	struct outbuf out;
 };
 
 enum {
@@ -234,12 +239,23 @@ static void print_bytes(const __u8 *p, size_t n)
 	}
 }
 
-/* One JSON object on its own line; takes the reference. */
-static void print_json(json_t *o)
+/* One JSON object on its own line of the --json output; takes the reference. */
+static void print_json(struct capture_state *st, json_t *o)
 {
-	if (o) {
-		json_dumpf(o, stdout, JSON_COMPACT);
-		putchar('\n');
+	char *at, *text;
+	size_t room = 4096, n;
+
+	at = o ? outbuf__reserve(&st->out, room) : NULL;
+	if (at) {
+		n = json_dumpb(o, at, room - 1, JSON_COMPACT);
+		if (n && n < room - 1) {
+			at[n] = '\n';
+			outbuf__commit(&st->out, at + n + 1);
+		} else if ((text = json_dumps(o, JSON_COMPACT))) { /* a long one */
+			outbuf__append(&st->out, text, strlen(text));
+			outbuf__append(&st->out, "\n", 1);
+			free(text);
+		}
 	}
 	json_decref(o);
 }
@@ -261,17 +277,20 @@ static const char *json_comm(struct proc_stats *ps, const struct data_event *e, 
 	return ps->json_comm_quoted;
 }
 
-/* The gap (if any) and the data line, built in st->line and written with one fwrite. */
+/* The gap (if any) and the data line, built in place in the output buffer. */
 static void print_json_data(struct capture_state *st, struct proc_stats *ps,
 			    const struct data_event *e, const char *laddr, const char *raddr,
 			    uint64_t missed)
 {
-	char spare[CAPTURE_JSON_QUOTED_COMM], *end = st->line;
+	char spare[CAPTURE_JSON_QUOTED_COMM], *end;
 
+	end = outbuf__reserve(&st->out, CAPTURE_JSON_GAP_SIZE + capture_json__data_size(e->len));
+	if (!end)
+		return; /* out of memory: said at the next flush */
 	if (missed)
 		end = capture_json__gap(end, e, missed);
 	end = capture_json__data(end, e, st->wall_offset_ns, json_comm(ps, e, spare), laddr, raddr);
-	fwrite(st->line, 1, (size_t)(end - st->line), stdout);
+	outbuf__commit(&st->out, end);
 }
 
 static void on_fsync(void *ctx, const struct fsync_event *e)
@@ -284,7 +303,8 @@ static void on_fsync(void *ctx, const struct fsync_event *e)
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n > 0 ? n : 0] = '\0';
 	if (st->opt->json) {
-		print_json(json_pack("{s:s, s:I, s:I, s:i, s:i, s:i, s:o, s:I}", "event",
+		print_json(st,
+			   json_pack("{s:s, s:I, s:I, s:i, s:i, s:i, s:o, s:I}", "event",
 				     e->datasync ? "fdatasync" : "fsync", "ts_ns",
 				     (json_int_t)e->hdr.ts_ns, "start_ns", (json_int_t)e->start_ns,
 				     "pid", (int)e->hdr.pid, "tid", (int)e->hdr.tid, "fd", e->fd,
@@ -455,17 +475,29 @@ static void print_attached(const struct capture_state *st)
 		st->opt->tls_only ? " (TLS only)" : "");
 }
 
+/* Everything printed so far to stdout: 0 or -errno. */
+static int flush_output(struct capture_state *st)
+{
+	if (st->opt->json)
+		return outbuf__flush(&st->out);
+	if (fflush(stdout) || ferror(stdout))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
 /* After each read of the ring buffer: new processes of --exe, and what was printed. */
 static void between_reads(void *ctx, uint64_t now)
 {
 	struct capture_state *st = ctx;
+	int err;
 
 	if (st->opt->n_exes && now >= st->next_scan_ns) {
 		scan_exe_processes(st);
 		st->next_scan_ns = now + 200000000ull;
 	}
-	if ((fflush(stdout) || ferror(stdout)) && !st->write_failed) {
-		fprintf(stderr, "bindtrace: capture: writing the output: %s\n", strerror(errno));
+	err = flush_output(st);
+	if (err && !st->write_failed) {
+		fprintf(stderr, "bindtrace: capture: writing the output: %s\n", strerror(-err));
 		st->write_failed = true;
 		session__stop(st->session);
 	}
@@ -520,18 +552,14 @@ int cmd_capture(int argc, char **argv)
 	util__setup_libbpf_log();
 	if (selfcheck__preflight("bindtrace: capture") || check_inputs(&st))
 		return 1;
-	/* --json: lines go out in large writes (an event of MAX_CHUNK bytes is a 22 KB line) */
-	if (opt.json) {
-		st.line = malloc(CAPTURE_JSON_GAP_SIZE + capture_json__data_size(MAX_CHUNK));
-		if (!st.line || setvbuf(stdout, NULL, _IOFBF, 1 << 20)) {
-			fprintf(stderr, "bindtrace: capture: out of memory\n");
-			free(st.line);
-			return 1;
-		}
-	}
-	if (streams__init(&st.streams, 65536)) {
+	/* --json: nothing goes through stdio's stdout (an event of MAX_CHUNK bytes is a 22 KB
+	 * line) */
+	if ((opt.json &&
+	     outbuf__init(&st.out, STDOUT_FILENO, CAPTURE_JSON_FLUSH_AT,
+			  CAPTURE_JSON_GAP_SIZE + capture_json__data_size(MAX_CHUNK))) ||
+	    streams__init(&st.streams, 65536)) {
 		fprintf(stderr, "bindtrace: capture: out of memory\n");
-		free(st.line);
+		outbuf__free(&st.out);
 		return 1;
 	}
 	sopt.ringbuf_bytes = opt.ringbuf_bytes;
@@ -559,6 +587,6 @@ cleanup:
 	free(st.atts);
 	session__close(st.session);
 	streams__free(&st.streams);
-	free(st.line);
+	outbuf__free(&st.out);
 	return err ? 1 : 0;
 }
