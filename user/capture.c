@@ -376,26 +376,14 @@ static void on_data(void *ctx, const struct data_event *e)
 /* --exe: every process whose executable is the same file (device and inode) as one given. */
 static void scan_exe_processes(struct capture_state *st)
 {
-	struct process_info *found;
-	struct stat pst;
-	char path[64];
+	pid_t found[256];
 	int i, e, count;
 
-	found = calloc(256, sizeof(*found));
-	if (!found)
-		return;
 	for (e = 0; e < st->opt->n_exes; e++) {
-		const char *base = strrchr(st->opt->exes[e], '/');
-
-		count = discover__by_exe_name(base ? base + 1 : st->opt->exes[e], found, 256);
-		for (i = 0; i < count; i++) {
-			snprintf(path, sizeof(path), "/proc/%d/exe", found[i].pid);
-			if (stat(path, &pst) == 0 && pst.st_dev == st->exe_st[e].st_dev &&
-			    pst.st_ino == st->exe_st[e].st_ino)
-				session__add_target(st->session, found[i].pid, st->opt->fsync);
-		}
+		count = discover__by_exe_file(&st->exe_st[e], found, 256);
+		for (i = 0; i < count; i++)
+			session__add_target(st->session, found[i], st->opt->fsync);
 	}
-	free(found);
 }
 
 /* The pids exist and the executables can be read: said before anything is loaded. */

@@ -72,3 +72,27 @@ int discover__by_exe_name(const char *name, struct process_info *out, size_t cap
 	closedir(proc);
 	return (int)found;
 }
+
+int discover__by_exe_file(const struct stat *exe, pid_t *out, size_t cap)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *de;
+	struct stat st;
+	char path[64];
+	size_t found = 0;
+	pid_t self = getpid();
+
+	if (!proc)
+		return -errno;
+	while ((de = readdir(proc)) && found < cap) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+		if (pid != self && stat(path, &st) == 0 && st.st_dev == exe->st_dev &&
+		    st.st_ino == exe->st_ino)
+			out[found++] = pid;
+	}
+	closedir(proc);
+	return (int)found;
+}
