@@ -279,6 +279,32 @@ struct emit_ctx {
 	__u64 events, bytes; /* what went into the ring buffer */
 };
 
+/* A full chunk (bulk traffic) is read from the process straight into its ring-buffer record: one
+ * copy, not one into the scratch buffer and another into the ring. bpf_ringbuf_reserve() takes
+ * only a size the verifier knows, so shorter chunks go the scratch way (a record of
+ * sizeof(*e) + MAX_CHUNK for every chunk would fill the ring with padding). true when the chunk
+ * was sent or counted as dropped; false when its memory could not be read (the caller sends it
+ * empty, as a gap). */
+static __always_inline bool emit_full_chunk(struct emit_ctx *c, struct data_event *e, void *src)
+{
+	struct data_event *r = bpf_ringbuf_reserve(&events, sizeof(*e) + MAX_CHUNK, 0);
+
+	if (!r) {
+		count(COUNTER_RINGBUF_DROPS, 1);
+		return true;
+	}
+	if (bpf_probe_read_user(r->data, MAX_CHUNK, src)) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		return false;
+	}
+	e->len = MAX_CHUNK;
+	__builtin_memcpy(r, e, sizeof(*e));
+	bpf_ringbuf_submit(r, ringbuf_flags());
+	c->events++;
+	c->bytes += sizeof(*e) + MAX_CHUNK;
+	return true;
+}
+
 /* One chunk per iteration, computed from the index alone: the callback keeps no state, so the
  * verifier checks it once instead of once per possible progress value. */
 static long emit_chunk(__u32 index, struct emit_ctx *c)
@@ -293,6 +319,8 @@ static long emit_chunk(__u32 index, struct emit_ctx *c)
 	n = c->total - done;
 	len = n > MAX_CHUNK ? MAX_CHUNK : (__u32)n;
 	e->offset = c->base_offset + done;
+	if (len == MAX_CHUNK && emit_full_chunk(c, e, (void *)(c->src + done)))
+		return 0;
 	/* Unreadable memory (paged out) sends the event empty: its bytes show as a gap. */
 	if (bpf_probe_read_user(e->data, len, (void *)(c->src + done)))
 		len = 0;
