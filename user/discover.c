@@ -44,22 +44,34 @@ int discover__process(pid_t pid, struct process_info *out)
 	return 0;
 }
 
+/* The next process in /proc other than self: its pid, 0 at the end. */
+static pid_t next_pid(DIR *proc, pid_t self)
+{
+	struct dirent *de;
+	pid_t pid;
+
+	while ((de = readdir(proc))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (pid != self)
+			return pid;
+	}
+	return 0;
+}
+
 int discover__by_exe_name(const char *name, struct process_info *out, size_t cap)
 {
 	DIR *proc = opendir("/proc");
-	struct dirent *de;
 	struct process_info info;
 	const char *base;
 	size_t found = 0;
-	pid_t self = getpid();
+	pid_t pid, self = getpid();
 
 	if (!proc)
 		return -errno;
-	while ((de = readdir(proc)) && found < cap) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
-		if (pid == self || discover__process(pid, &info) != 0)
+	while (found < cap && (pid = next_pid(proc, self))) {
+		if (discover__process(pid, &info) != 0)
 			continue;
 		/* A replaced binary reads "path (deleted)": still the same program. */
 		base = strrchr(info.exe, '/');
@@ -76,21 +88,16 @@ int discover__by_exe_name(const char *name, struct process_info *out, size_t cap
 int discover__by_exe_file(const struct stat *exe, pid_t *out, size_t cap)
 {
 	DIR *proc = opendir("/proc");
-	struct dirent *de;
 	struct stat st;
 	char path[64];
 	size_t found = 0;
-	pid_t self = getpid();
+	pid_t pid, self = getpid();
 
 	if (!proc)
 		return -errno;
-	while ((de = readdir(proc)) && found < cap) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+	while (found < cap && (pid = next_pid(proc, self))) {
 		snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-		if (pid != self && stat(path, &st) == 0 && st.st_dev == exe->st_dev &&
-		    st.st_ino == exe->st_ino)
+		if (stat(path, &st) == 0 && st.st_dev == exe->st_dev && st.st_ino == exe->st_ino)
 			out[found++] = pid;
 	}
 	closedir(proc);
