@@ -311,7 +311,12 @@ static void print_human(const struct inspect_opts *o, struct go_binary *gb,
 	printf("%-12s%s\n", "go", bi->go_version);
 	if (bi->path[0])
 		printf("%-12s%s\n", "path", bi->path);
-	if (bi->main)
+	/* Go <= 1.23 writes "(devel)" for a main module built from a source tree; the release
+	 * comes from the stamps or the tag below, so say that instead of echoing the placeholder */
+	if (bi->main && !bi->main->replace && strcmp(bi->main->version, "(devel)") == 0)
+		printf("%-12s%s (no version in buildinfo: built from a source tree; release below)\n",
+		       "main module", bi->main->path);
+	else if (bi->main)
 		print_module("main module", bi->main);
 	print_release(rel);
 	printf("%-12s%zu dependencies%s\n", "modules", bi->n_deps,
