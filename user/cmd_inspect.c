@@ -314,8 +314,9 @@ static void print_human(const struct inspect_opts *o, struct go_binary *gb,
 	/* Go <= 1.23 writes "(devel)" for a main module built from a source tree; the release
 	 * comes from the stamps or the tag below, so say that instead of echoing the placeholder */
 	if (bi->main && !bi->main->replace && strcmp(bi->main->version, "(devel)") == 0)
-		printf("%-12s%s (no version in buildinfo: built from a source tree; release below)\n",
-		       "main module", bi->main->path);
+		printf(
+		    "%-12s%s (no version in buildinfo: built from a source tree; release below)\n",
+		    "main module", bi->main->path);
 	else if (bi->main)
 		print_module("main module", bi->main);
 	print_release(rel);
