@@ -1,5 +1,9 @@
 /* Closing links in parallel, and exited processes' uprobes off the event loop: see
  * link_reaper.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,6 +55,51 @@ void links__close_all(struct bpf_link **links, size_t n, const int *fds, size_t 
 	free(threads);
 	free(c);
 	free(started);
+}
+
+pid_t links__close_all_detached(struct bpf_link **links, size_t n, const int *fds, size_t n_fds)
+{
+	int done[2], null;
+	pid_t child;
+	char c;
+
+	if (!n && !n_fds)
+		return 0;
+	/* The last close of each descriptor is the one that waits: the child closes its copies
+	 * only once this process has closed its own, which it learns from the end of this pipe. */
+	if (pipe2(done, O_CLOEXEC) != 0) {
+		links__close_all(links, n, fds, n_fds);
+		return 0;
+	}
+	/* Nothing buffered may be written twice: once by each process. */
+	fflush(NULL);
+	child = fork();
+	if (child == 0) {
+		/* Only this thread exists here: no locks of the others are taken below but
+		 * malloc's, which fork leaves usable. */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);
+		/* A pipe reading the tracer's output sees its end when the tracer exits. */
+		null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		close(done[1]);
+		while (read(done[0], &c, 1) < 0 && errno == EINTR)
+			;
+		links__close_all(links, n, fds, n_fds);
+		_exit(0);
+	}
+	close(done[0]);
+	/* With the child holding each descriptor, these closes only drop a reference. Without it
+	 * (fork failed), they wait. */
+	links__close_all(links, n, fds, n_fds);
+	close(done[1]);
+	return child > 0 ? child : 0;
 }
 
 struct reap_job {

@@ -350,7 +350,7 @@ void session__close_links(struct session *s, struct bpf_link **links, size_t n, 
 		memcpy(all, links, n * sizeof(*all));
 	if (s->n_tracepoints)
 		memcpy(all + n, s->tracepoints, s->n_tracepoints * sizeof(*all));
-	links__close_all(all, n + s->n_tracepoints, fds, n_fds);
+	links__close_all_detached(all, n + s->n_tracepoints, fds, n_fds);
 	free(all);
 	s->n_tracepoints = 0;
 }

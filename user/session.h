@@ -95,9 +95,10 @@ uint64_t session__counter(struct session *s, __u32 counter);
  * bytes per process, one line each to out; nothing otherwise. */
 void session__print_probe_hits(struct session *s, FILE *out);
 
-/* Closes the tracepoints together with n links and n_fds link fds of the caller's (the targets'
- * uprobes), all at once (links__close_all): each close waits for a grace period, and two batches
- * one after the other waited for two. session__close then has only the BPF object to close. */
+/* At exit: closes the tracepoints together with n links and n_fds link fds of the caller's (the
+ * targets' uprobes), all at once, and leaves the kernel's grace periods to a child process
+ * (links__close_all_detached): each close waits for one, and two batches one after the other
+ * waited for two. session__close then has only the BPF object to close. */
 void session__close_links(struct session *s, struct bpf_link **links, size_t n, const int *fds,
 			  size_t n_fds);
 

@@ -133,8 +133,9 @@ int targets__attach_watcher(struct targets *ts, pid_t pid);
  * an attached target's /proc entries are read when its pidfd says it exited, or once a second
  * (a pid that ran another binary), else it costs one poll(2) for all. */
 void targets__check_restarts(struct targets *ts);
-/* Everything detached and closed, with the session's tracepoints (session__close_links); waits
- * for the reaper. */
+/* At exit: everything detached and closed, with the session's tracepoints (session__close_links:
+ * the kernel's grace periods are a child process's wait, not the caller's); waits for the
+ * reaper. */
 void targets__close(struct targets *ts);
 
 #endif

@@ -520,7 +520,8 @@ static void tracer__free(struct tracer *tr)
 	step_begin(&t);
 	metrics_server__stop(tr->metrics_server);
 	targets__close(&tr->targets);
-	step_done("exit", "uprobes and tracepoints closed", &t);
+	step_done("exit", "uprobes and tracepoints closed (their grace periods left to a child)",
+		  &t);
 	dispatch__free(tr->dispatch);
 	trace_outputs__free(tr->outputs);
 	summary__free(tr->summary);
