@@ -798,9 +798,20 @@ static bool awaited_restart(const struct targets *ts, const struct process_info 
 		const struct target *t = &ts->t[i];
 		const char *name = process_role__name(t->role);
 
-		if (t->role != ROLE_WATCHER && !t->attached &&
-		    strncmp(base, name, strlen(name)) == 0)
+		if (t->role == ROLE_WATCHER || strncmp(base, name, strlen(name)) != 0)
+			continue;
+		if (!t->attached)
 			return true;
+		/* Exited, says its pidfd, but the restart check has not run yet: the new process
+		 * can connect first (test-faults b and c: taken as a watcher, its connections
+		 * were marked as read by its own probes, and as the scheduler it then read
+		 * nothing). */
+		if (ts->pidfd[i] >= 0) {
+			struct pollfd one = { .fd = ts->pidfd[i], .events = POLLIN };
+
+			if (poll(&one, 1, 0) == 1 && (one.revents & POLLIN))
+				return true;
+		}
 	}
 	return false;
 }
