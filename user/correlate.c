@@ -1203,6 +1203,17 @@ static struct open_bind *served_elsewhere(struct correlator *c, const struct act
 	return b;
 }
 
+/* A Txn's answer, as the apiserver read it or as etcd wrote it; NULL from any other side. */
+static struct observation *txn_answer_obs(struct correlator *c, const struct actor *who,
+					  const struct decoded_msg *msg)
+{
+	if (who->role == ROLE_APISERVER && msg->dir == CONN_DIR_IN)
+		return obs_add(c, OBS_TXN_RESPONSE_IN, who, msg);
+	if (who->role == ROLE_ETCD && msg->dir == CONN_DIR_OUT)
+		return obs_add(c, OBS_ETCD_TXN_OUT, who, msg);
+	return NULL;
+}
+
 static void on_grpc(struct correlator *c, const struct actor *who, const struct decoded_msg *msg)
 {
 	struct observation *o;
@@ -1231,22 +1242,16 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 	if (msg->kind == DECODED_GRPC_RESPONSE && msg->http.grpc_status > 0 &&
 	    msg->body_kind != BODY_ETCD_TXN_RESPONSE &&
 	    strcmp(msg->http.path, "/etcdserverpb.KV/Txn") == 0) {
-		if (who->role == ROLE_APISERVER && msg->dir == CONN_DIR_IN)
-			o = obs_add(c, OBS_TXN_RESPONSE_IN, who, msg);
-		else if (who->role == ROLE_ETCD && msg->dir == CONN_DIR_OUT)
-			o = obs_add(c, OBS_ETCD_TXN_OUT, who, msg);
-		else
+		o = txn_answer_obs(c, who, msg);
+		if (!o)
 			return;
 		o->grpc_status = msg->http.grpc_status;
 		obs_set(c, &o->node, msg->http.grpc_message, BIND_NAME_MAX);
 		return;
 	}
 	if (msg->kind == DECODED_GRPC_RESPONSE && msg->body_kind == BODY_ETCD_TXN_RESPONSE) {
-		if (who->role == ROLE_APISERVER && msg->dir == CONN_DIR_IN)
-			o = obs_add(c, OBS_TXN_RESPONSE_IN, who, msg);
-		else if (who->role == ROLE_ETCD && msg->dir == CONN_DIR_OUT)
-			o = obs_add(c, OBS_ETCD_TXN_OUT, who, msg);
-		else
+		o = txn_answer_obs(c, who, msg);
+		if (!o)
 			return;
 		o->revision = msg->body.txn_response.header.revision;
 		o->succeeded = msg->body.txn_response.succeeded;
