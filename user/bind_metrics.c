@@ -219,6 +219,11 @@ struct metrics *bind_metrics__registry(struct bind_metrics *bm)
 	return bm->registry;
 }
 
+char *bind_metrics__render(void *bm, size_t *len)
+{
+	return metrics__render(((struct bind_metrics *)bm)->registry, len);
+}
+
 const char *bind_metrics__reason_label(const char *reason)
 {
 	static const struct {

@@ -42,8 +42,11 @@ struct bind_metrics *bind_metrics__new(void);
 void bind_metrics__free(struct bind_metrics *bm);
 /* The node traced (--node), the node label of bindtrace_target_info ("" or NULL: none). */
 void bind_metrics__set_node(struct bind_metrics *bm, const char *node);
-/* The registry, for the server (owned by bm). */
+/* The registry (owned by bm). */
 struct metrics *bind_metrics__registry(struct bind_metrics *bm);
+/* The registry's Prometheus text (metrics__render) for bm (a struct bind_metrics *): what the
+ * --metrics server answers, in the shape of its render function (metrics_render_fn). */
+char *bind_metrics__render(void *bm, size_t *len);
 
 /* A finished bind: its result, the duration of each leg it has (per watcher for the watch
  * legs), and each counted missing stage with its reason. The one way binds reach the metrics. */

@@ -21,11 +21,11 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "metrics.h"
 #include "util.h"
 
 struct metrics_server {
-	struct metrics *metrics;
+	metrics_render_fn render;
+	void *render_ctx;
 	struct event_base *base;
 	struct evhttp *http;
 	struct event *stop_event;
@@ -174,7 +174,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 {
 	struct metrics_server *s = arg;
 	size_t len;
-	char *text = metrics__render(s->metrics, &len);
+	char *text = s->render(s->render_ctx, &len);
 
 	if (!text) {
 		evhttp_send_error(req, 500, "out of memory");
@@ -226,7 +226,7 @@ static void *server__run(void *arg)
 	return NULL;
 }
 
-struct metrics_server *metrics_server__start(const char *text, struct metrics *m)
+struct metrics_server *metrics_server__start(const char *text, metrics_render_fn render, void *ctx)
 {
 	struct metrics_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_storage addr, bound;
@@ -241,7 +241,8 @@ struct metrics_server *metrics_server__start(const char *text, struct metrics *m
 		return NULL;
 	}
 	s->stop_pipe[0] = s->stop_pipe[1] = -1;
-	s->metrics = m;
+	s->render = render;
+	s->render_ctx = ctx;
 	if (metrics_addr__parse(text, &addr, &addr_len, why, sizeof(why))) {
 		fprintf(stderr, "bindtrace: --metrics %s: %s\n", text, why);
 		err = EINVAL;

@@ -1,7 +1,9 @@
-/* --metrics ADDR: serves a metrics registry over HTTP with libevent's evhttp, on its own thread:
- * GET /metrics is the Prometheus text exposition, GET /healthz says whether the tracer's loop is
- * alive. The tracer never waits for a client: a scrape only takes the registry's lock while the
- * text is rendered into memory, and everything network-bound happens on the server's thread.
+/* --metrics ADDR: serves a text exposition over HTTP with libevent's evhttp, on its own thread:
+ * GET /metrics is what the caller's render function returns (the Prometheus text of the metrics
+ * registry, which this file does not know: it only transports), GET /healthz says whether the
+ * tracer's loop is alive. The tracer never waits for a client: a scrape only calls the render
+ * function (the registry takes its lock while the text is rendered into memory), and everything
+ * network-bound happens on the server's thread.
  *
  * Why libevent: Debian ships it (and OpenSSL) as static libraries, so the static build serves
  * HTTP with the same code as the dynamic one; libmicrohttpd's static build needs gnutls, whose
@@ -14,8 +16,11 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-struct metrics;
 struct metrics_server;
+
+/* Renders what GET /metrics answers: a malloc'd text and its length, or NULL (out of memory:
+ * the scrape gets a 500). Called on the server's thread. */
+typedef char *(*metrics_render_fn)(void *ctx, size_t *len);
 
 /* Parses ADDR: "IPV4:PORT", "[IPV6]:PORT", "localhost:PORT" (127.0.0.1) or ":PORT" (every
  * address, IPv6 and IPv4). Numeric only: bindtrace resolves no names. 0, or -EINVAL with a
@@ -27,9 +32,9 @@ int metrics_addr__parse(const char *text, struct sockaddr_storage *addr, socklen
  * 503. */
 #define METRICS_STALL_NS (10ull * 1000000000ull)
 
-/* Binds ADDR and starts serving m (the caller's; it must outlive the server). NULL with errno
- * set after one line "bindtrace: --metrics ADDR: ..." on stderr. */
-struct metrics_server *metrics_server__start(const char *addr, struct metrics *m);
+/* Binds ADDR and starts serving render(ctx) (ctx is the caller's; it must outlive the server).
+ * NULL with errno set after one line "bindtrace: --metrics ADDR: ..." on stderr. */
+struct metrics_server *metrics_server__start(const char *addr, metrics_render_fn render, void *ctx);
 /* The tracer's loop is alive at monotonic time now_ns (lock-free). */
 void metrics_server__heartbeat(struct metrics_server *s, uint64_t now_ns);
 /* The bound address as "IP:PORT" or "[IP6]:PORT" (port 0 given: the one the kernel chose). */

@@ -27,7 +27,6 @@
 #include <openssl/x509v3.h>
 #include <zlib.h>
 
-#include "otlp_encode.h"
 #include "protobuf.h"
 #include "util.h"
 #include "version.h"
@@ -293,8 +292,6 @@ struct otlp_exporter {
 	_Atomic bool stopping;
 	uint64_t stop_deadline_ns; /* set before stopping */
 
-	struct pb_writer w; /* the tracer's thread's encoding buffer */
-
 	/* The export thread's. */
 	pthread_t thread;
 	bool started;
@@ -327,25 +324,12 @@ static void say(const struct otlp_exporter *e, const char *fmt, const char *deta
 	fputc('\n', stderr);
 }
 
-void otlp_exporter__bind(struct otlp_exporter *e, const struct bind_view *v,
-			 const struct identities *ids)
+void otlp_exporter__send(struct otlp_exporter *e, const void *spans, size_t len, int n)
 {
-	struct otlp_source src = { .node = e->cfg.node, .identities = ids };
 	struct blob *b;
-	size_t len;
-	int n;
 
-	if (!e)
+	if (!e || n <= 0)
 		return;
-	pb_writer__reset(&e->w);
-	n = otlp__encode_bind(&e->w, v, &src);
-	if (n <= 0 || pb_writer__finish(&e->w, &len)) {
-		if (n < 0)
-			fprintf(stderr,
-				"bindtrace: otlp: %s/%s: out of memory, its spans not sent\n",
-				v->t->namespace_, v->t->name);
-		return;
-	}
 	b = malloc(sizeof(*b) + len);
 	pthread_mutex_lock(&e->lock);
 	e->stats.binds++;
@@ -367,7 +351,7 @@ void otlp_exporter__bind(struct otlp_exporter *e, const struct bind_view *v,
 		free(b);
 		return;
 	}
-	memcpy(b->data, e->w.buf, len);
+	memcpy(b->data, spans, len);
 	b->len = len;
 	b->spans = n;
 	b->next = NULL;
@@ -935,7 +919,6 @@ void otlp_exporter__free(struct otlp_exporter *e)
 		free(b);
 	}
 	free(e->batch.body);
-	pb_writer__free(&e->w);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }

@@ -1,6 +1,7 @@
 /* --otlp: binds exported as OpenTelemetry traces over OTLP/HTTP (protobuf, POST to the traces
  * endpoint, http or https through libevent's HTTP client and OpenSSL), to a collector, Jaeger,
- * Tempo...  The spans are otlp_encode.h's.
+ * Tempo...  It transports: the caller hands it encoded spans (otlp_encode.h's, made from the
+ * bind view by trace_outputs.c), and it knows nothing of binds.
  *
  * Configuration, as OpenTelemetry's SDKs read it: --otlp URL is the collector's base URL
  * (OTEL_EXPORTER_OTLP_ENDPOINT's meaning: "/v1/traces" is appended); without it,
@@ -10,8 +11,8 @@
  * _TIMEOUT (ms, default 10000), _CERTIFICATE (CA bundle for https; default: the system's),
  * _CLIENT_CERTIFICATE and _CLIENT_KEY (mutual TLS), _PROTOCOL (only http/protobuf).
  *
- * Export never blocks tracing: otlp_exporter__bind() encodes the bind's spans (a few KiB) and
- * queues them, or drops them when the queue is full; a thread of its own with its own libevent
+ * Export never blocks tracing: otlp_exporter__send() queues a bind's encoded spans (a few KiB),
+ * or drops them when the queue is full; a thread of its own with its own libevent
  * base sends batches (one request at a time, up to 1 MiB of spans, or what has waited 500 ms),
  * retries a failure the spec calls retryable (no answer, 429, 502, 503, 504) up to 5 times with
  * backoff from 1 s to 16 s, and counts what it gives up. Memory: the queue holds at most
@@ -28,13 +29,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "bindview.h"
-
 #define OTLP_DEFAULT_QUEUE_BYTES (8ul << 20)
 #define OTLP_MAX_HEADERS 16
 #define OTLP_URL_MAX 1024
-
-struct identities;
 
 struct otlp_config {
 	char url[OTLP_URL_MAX]; /* the traces endpoint: base + /v1/traces, or _TRACES_ENDPOINT */
@@ -76,9 +73,9 @@ struct otlp_exporter;
 /* Starts the export thread (nothing is connected until there is something to send). NULL with
  * errno after a one-line message on stderr. */
 struct otlp_exporter *otlp_exporter__start(const struct otlp_config *c);
-/* A finished bind: its spans queued (or counted as dropped). Never blocks on the network. */
-void otlp_exporter__bind(struct otlp_exporter *e, const struct bind_view *v,
-			 const struct identities *ids);
+/* A finished bind's n spans (n > 0), encoded as ExportTraceServiceRequest fields (len bytes,
+ * copied): queued, or counted as dropped. Never blocks on the network. */
+void otlp_exporter__send(struct otlp_exporter *e, const void *spans, size_t len, int n);
 void otlp_exporter__stats(struct otlp_exporter *e, struct otlp_stats *s);
 /* One line: where to, and how ("http://127.0.0.1:4318/v1/traces (gzip, headers: x-tenant,
  * timeout 10 s, queue 8 MiB)"). */

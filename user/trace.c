@@ -110,7 +110,8 @@ static void on_taken_over(void *ctx, pid_t pid, const struct target *t)
 	struct tracer *tr = ctx;
 
 	if (tr->dispatch)
-		dispatch__relabel(tr->dispatch, pid, t->role, t->proc.comm);
+		dispatch__relabel(tr->dispatch, pid, t->role, t->proc.comm,
+				  t->attached && t->reads_via_syscall);
 }
 
 static bool wanted(const struct trace_options *opt, const struct bind_timeline *t)
@@ -163,7 +164,7 @@ static int start_metrics(struct tracer *tr)
 	}
 	bind_metrics__set_node(tr->metrics, tr->opt.node);
 	tr->metrics_server =
-	    metrics_server__start(tr->opt.metrics, bind_metrics__registry(tr->metrics));
+	    metrics_server__start(tr->opt.metrics, bind_metrics__render, tr->metrics);
 	return tr->metrics_server ? 0 : -EINVAL; /* it said why */
 }
 

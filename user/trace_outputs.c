@@ -17,10 +17,12 @@
 #include "evidence_quota.h"
 #include "identity.h"
 #include "otlp.h"
+#include "otlp_encode.h"
 #include "output_file.h"
 #include "perfetto.h"
 #include "report.h"
 #include "trace_outputs.h"
+#include "util.h"
 
 /* Longest a bind stays open in the correlator (max_open_ns in trace.c), plus slack: how long
  * the evidence rings keep events; --linger adds to it. */
@@ -35,6 +37,8 @@ struct trace_outputs {
 	struct evidence *evidence;
 	struct report *report;
 	struct otlp_exporter *otlp;
+	struct pb_writer otlp_spans;   /* a bind's spans, encoded for otlp */
+	char otlp_node[256];	       /* k8s.node.name of the spans' resources */
 	struct identities *identities; /* every traced process, in the order attached */
 	int errors;
 };
@@ -59,6 +63,7 @@ static int open_otlp(struct trace_outputs *o)
 	o->otlp = otlp_exporter__start(&cfg);
 	if (!o->otlp)
 		return -1;
+	util__copy(o->otlp_node, sizeof(o->otlp_node), cfg.node);
 	otlp_exporter__describe(o->otlp, what, sizeof(what));
 	fprintf(stderr, "# otlp: binds exported as traces to %s\n", what);
 	return 0;
@@ -170,6 +175,24 @@ void trace_outputs__fsync(struct trace_outputs *o, const struct actor *who,
 		evidence__fsync(o->evidence, who, e, path);
 }
 
+/* The bind's spans (otlp_encode.h) handed to the exporter. */
+static void export_spans(struct trace_outputs *o, const struct bind_view *v)
+{
+	struct otlp_source src = { .node = o->otlp_node, .identities = o->identities };
+	size_t len;
+	int n;
+
+	pb_writer__reset(&o->otlp_spans);
+	n = otlp__encode_bind(&o->otlp_spans, v, &src);
+	if (n < 0 || (n > 0 && pb_writer__finish(&o->otlp_spans, &len))) {
+		fprintf(stderr, "bindtrace: otlp: %s/%s: out of memory, its spans not sent\n",
+			v->t->namespace_, v->t->name);
+		return;
+	}
+	if (n > 0)
+		otlp_exporter__send(o->otlp, o->otlp_spans.buf, len, n);
+}
+
 void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 {
 	struct bind_view view;
@@ -187,7 +210,7 @@ void trace_outputs__bind(struct trace_outputs *o, const struct bind_timeline *t)
 	if (o->report && report__bind(o->report, &view, o->identities))
 		o->errors++;
 	if (o->otlp)
-		otlp_exporter__bind(o->otlp, &view, o->identities);
+		export_spans(o, &view);
 }
 
 bool trace_outputs__otlp_stats(struct trace_outputs *o, struct otlp_stats *s)
@@ -313,5 +336,6 @@ void trace_outputs__free(struct trace_outputs *o)
 	evidence__close(o->evidence);
 	report__close(o->report);
 	otlp_exporter__free(o->otlp);
+	pb_writer__free(&o->otlp_spans);
 	free(o);
 }

@@ -309,7 +309,7 @@ static void test_server(const char *listen_addr)
 	struct metrics_server *s;
 	char *r;
 
-	s = metrics_server__start(listen_addr, bind_metrics__registry(bm));
+	s = metrics_server__start(listen_addr, bind_metrics__render, bm);
 	CHECK(s != NULL, "start on %s", listen_addr);
 	if (!s) {
 		bind_metrics__free(bm);
@@ -347,12 +347,12 @@ static void test_server_errors(void)
 	struct bind_metrics *bm = bind_metrics__new();
 	struct metrics_server *a, *b;
 
-	CHECK(!metrics_server__start("nonsense", bind_metrics__registry(bm)) && errno == EINVAL,
+	CHECK(!metrics_server__start("nonsense", bind_metrics__render, bm) && errno == EINVAL,
 	      "bad address");
-	a = metrics_server__start("127.0.0.1:0", bind_metrics__registry(bm));
+	a = metrics_server__start("127.0.0.1:0", bind_metrics__render, bm);
 	CHECK(a != NULL, "first");
 	if (a) {
-		b = metrics_server__start(metrics_server__address(a), bind_metrics__registry(bm));
+		b = metrics_server__start(metrics_server__address(a), bind_metrics__render, bm);
 		CHECK(!b && errno == EADDRINUSE, "the same port twice: %s", strerror(errno));
 		metrics_server__stop(b);
 	}

@@ -859,13 +859,17 @@ static struct otlp_exporter *exporter_to(int port, bool gzip, size_t queue)
 static void export_binds(struct otlp_exporter *e, int n)
 {
 	struct bind_timeline *t = malloc(sizeof(*t));
-	struct bind_view v;
+	struct pb_writer w;
+	size_t len;
+	int spans;
 
 	for (int i = 0; i < n; i++) {
 		full_bind(t);
 		snprintf(t->uid, sizeof(t->uid), "uid-%d", i);
-		bind_view__init(&v, t, WALL);
-		otlp_exporter__bind(e, &v, NULL);
+		spans = encode(t, "node-a", &w);
+		if (spans > 0 && !pb_writer__finish(&w, &len))
+			otlp_exporter__send(e, w.buf, len, spans);
+		pb_writer__free(&w);
 	}
 	free(t);
 }
