@@ -571,17 +571,21 @@ void dispatch__sweep(struct dispatch *d, uint64_t now)
 	free(idle.items);
 }
 
-void dispatch__relabel(struct dispatch *d, pid_t pid, enum process_role role, const char *comm)
+void dispatch__relabel(struct dispatch *d, pid_t pid, enum process_role role, const char *comm,
+		       bool reads_via_syscall)
 {
 	size_t i;
 
 	for (i = 0; d->conns.slots && i < d->conns.cap; i++) {
 		struct dispatch_conn *cc = d->conns.slots[i].user;
 
-		if (cc && cc->who.pid == pid) {
-			cc->who.role = role;
-			util__copy(cc->who.comm, sizeof(cc->who.comm), comm);
-		}
+		if (!cc || cc->who.pid != pid)
+			continue;
+		cc->who.role = role;
+		util__copy(cc->who.comm, sizeof(cc->who.comm), comm);
+		/* conn_of said its peer's Writes had no reader here (its reads were its probes'). */
+		if (reads_via_syscall)
+			peer_feed__reader_reads(d->peer_feed, &cc->who.remote, &cc->who.local);
 	}
 }
 

@@ -85,8 +85,11 @@ void dispatch__peer_known(struct dispatch *d, pid_t pid, uint64_t conn, pid_t pe
 void dispatch__run_queued(struct dispatch *d);
 /* Connections idle for 10 s whose socket is gone from their process: decoders freed. */
 void dispatch__sweep(struct dispatch *d, uint64_t now_ns);
-/* pid's connections belong to another role now (a watcher was the restarted scheduler). */
-void dispatch__relabel(struct dispatch *d, pid_t pid, enum process_role role, const char *comm);
+/* pid's connections belong to another role now (a watcher was the restarted scheduler); with
+ * reads_via_syscall its reads come from its peers' Writes from now on (peer_feed__reader_reads),
+ * where as a watcher they came from its own Read probes. */
+void dispatch__relabel(struct dispatch *d, pid_t pid, enum process_role role, const char *comm,
+		       bool reads_via_syscall);
 void dispatch__stats(const struct dispatch *d, struct dispatch_stats *stats);
 
 /* The reads of processes whose TLS Reads are not probed (TARGET_READS_VIA_SYSCALL) come from

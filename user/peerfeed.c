@@ -282,6 +282,15 @@ static void key_of_write(struct conn_key *k, const struct data_event *e)
 
 static void slot_no_reader(struct peer_feed *pf, struct slot *s);
 
+/* A reader said not to read this way does after all: its Writes were not kept, so its stream
+ * starts at the next one, as one met mid-way. */
+static void slot_reader_came(struct peer_feed *pf, struct slot *s)
+{
+	s->no_reader = false;
+	s->writer_known = false;
+	pf->stats.reader_came++;
+}
+
 void peer_feed__written(struct peer_feed *pf, const struct data_event *e, bool patient)
 {
 	uint64_t before, upto, overhead = 0;
@@ -383,12 +392,8 @@ void peer_feed__read(struct peer_feed *pf, const struct sock_read_event *r,
 		return;
 	s->last_ns = r->hdr.ts_ns;
 	s->confirmed = true;
-	if (s->no_reader) {
-		/* Its Writes were not kept: the reader's stream starts here, as one met mid-way. */
-		s->no_reader = false;
-		s->writer_known = false;
-		pf->stats.reader_came++;
-	}
+	if (s->no_reader)
+		slot_reader_came(pf, s);
 	s->reader_pid = r->hdr.pid;
 	if (!s->reader_conn) {
 		s->reader_conn = r->conn;
@@ -483,6 +488,22 @@ void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
 	if (!s || s->confirmed)
 		return;
 	slot_no_reader(pf, s);
+}
+
+void peer_feed__reader_reads(struct peer_feed *pf, const struct endpoint *local,
+			     const struct endpoint *remote)
+{
+	struct conn_key k = { .family = local->family,
+			      .src_port = local->port,
+			      .dst_port = remote->port };
+	struct slot *s;
+
+	memcpy(k.src, local->addr, sizeof(k.src));
+	memcpy(k.dst, remote->addr, sizeof(k.dst));
+	s = slot_find(pf, &k, false);
+	if (!s || !s->no_reader)
+		return;
+	slot_reader_came(pf, s);
 }
 
 static void slot_no_reader(struct peer_feed *pf, struct slot *s)

@@ -89,6 +89,12 @@ uint64_t peer_feed__expire(struct peer_feed *pf, uint64_t now);
  * reader_came). */
 void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *writer_local,
 			  const struct endpoint *writer_remote);
+/* The reader of that connection reads this way from now on (a watcher, which read through its
+ * own Read probes, was the restarted scheduler and is traced as such): what peer_feed__no_reader
+ * said is undone before its first read(2), so the Writes from here on are kept for it (those
+ * freed before are not: its stream goes on as one met mid-way). Counted in reader_came. */
+void peer_feed__reader_reads(struct peer_feed *pf, const struct endpoint *writer_local,
+			     const struct endpoint *writer_remote);
 
 struct peer_feed_stats {
 	uint64_t queued;    /* Writes queued for a reader */
@@ -102,7 +108,8 @@ struct peer_feed_stats {
 	uint64_t table_full; /* connections not followed: table full */
 	uint64_t no_reader;  /* Writes not queued, or freed: their reader does not read this way */
 	uint64_t no_reader_bytes;
-	uint64_t reader_came; /* a read(2) on a connection said to have no such reader */
+	uint64_t reader_came; /* a read(2) or a take-over on a connection said to have no such
+			       * reader */
 	/* Writes to a reader whose process exited (an etcd member killed): not read, not a gap;
 	 * those queued then, and those written to it after. */
 	uint64_t reader_exited, reader_exited_bytes;

@@ -712,19 +712,21 @@ static int find_replacement(struct targets *ts, const struct target *t, struct p
 }
 
 /* A process already traced as a watcher (a restarted kube-scheduler connects to the apiserver
- * before it is noticed) gives its probes up to its role; its connections are relabelled. */
-static void release_watcher(struct targets *ts, pid_t pid, const struct target *role)
+ * before it is noticed) gives its probes up to its role: true when it was one. */
+static bool release_watcher(struct targets *ts, pid_t pid)
 {
+	bool was = false;
 	int k;
 
 	for (k = 0; k < ts->n; k++) {
 		struct target *w = &ts->t[k];
 
-		if (w->role == ROLE_WATCHER && w->attached && w->proc.pid == pid)
+		if (w->role == ROLE_WATCHER && w->attached && w->proc.pid == pid) {
 			detach_target(ts, w);
+			was = true;
+		}
 	}
-	if (ts->on.taken_over)
-		ts->on.taken_over(ts->on.ctx, pid, role);
+	return was;
 }
 
 /* A traced process that exited (a restarted kube-scheduler, say) is replaced by the process now
@@ -733,6 +735,7 @@ void targets__check_restarts(struct targets *ts)
 {
 	struct process_info now, next;
 	struct pollfd alive[TARGETS_MAX];
+	bool was_watcher;
 	uint64_t now_ns = util__monotonic_ns();
 	bool full = now_ns >= ts->next_full_check_ns;
 	int i;
@@ -771,7 +774,7 @@ void targets__check_restarts(struct targets *ts)
 		if (find_replacement(ts, t, &next))
 			continue;
 		t->proc = next;
-		release_watcher(ts, next.pid, t);
+		was_watcher = release_watcher(ts, next.pid);
 		if (attach_target(ts, t) == 0) {
 			fprintf(stderr, "bindtrace: %s pid %d restarted as pid %d: attached\n",
 				process_role__name(t->role), old, t->proc.pid);
@@ -783,6 +786,8 @@ void targets__check_restarts(struct targets *ts)
 			t->failed_pid = t->proc.pid;
 			detach_target(ts, t);
 		}
+		if (was_watcher && ts->on.taken_over)
+			ts->on.taken_over(ts->on.ctx, t->proc.pid, t);
 	}
 }
 

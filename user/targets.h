@@ -75,7 +75,8 @@ extern const char targets__giveup_probe[];
 struct targets_listener {
 	void (*attached)(void *ctx, const struct target *t);
 	void (*detached)(void *ctx, const struct target *t);
-	/* pid, traced as a watcher until now, is t (a restarted target): its connections are t's. */
+	/* pid, traced as a watcher until now, is t (a restarted target), attached as such (unless
+	 * t->attached is false: it failed and said why): its connections are t's. */
 	void (*taken_over)(void *ctx, pid_t pid, const struct target *t);
 	void *ctx;
 };

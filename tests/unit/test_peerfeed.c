@@ -290,6 +290,43 @@ int main(void)
 		CHECK_INT(h.n, 2);
 		peer_feed__free(pf);
 	}
+	/* A reader said not to read this way (a watcher reading through its own probes) that is
+	 * then traced as one that does (it was the restarted scheduler): the Writes after the
+	 * take-over are kept for it, so its first read(2) gets them (after a mere read(2) it would
+	 * get nothing: the Write before it was not kept). */
+	{
+		struct endpoint wl, wr;
+		uint8_t a[16] = { 127, 0, 0, 1 };
+		struct got h = { 0 };
+
+		pf = peer_feed__new(false);
+		endpoint__set(&wl, 2, a, 40000);
+		endpoint__set(&wr, 2, a, 2379);
+		w = write_ev(100, 1000, 0, "seen", 127);
+		peer_feed__written(pf, w, true);
+		free(w);
+		peer_feed__no_reader(pf, &wl, &wr);
+		w = write_ev(200, 1026, 4, "lost", 127);
+		peer_feed__written(pf, w, true);
+		free(w);
+		peer_feed__reader_reads(pf, &wl, &wr);
+		w = write_ev(300, 1052, 8, "kept", 127);
+		peer_feed__written(pf, w, true);
+		free(w);
+		r = read_ev(400, 1078, 127);
+		peer_feed__read(pf, &r, deliver, &h);
+		CHECK_INT(h.n, 1);
+		CHECK_INT(h.first[0], 'k');
+		CHECK_INT(h.len[0], 4);
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.reader_came, 1);
+		CHECK_INT(st.no_reader, 2);
+		/* Said of a connection nobody marked: nothing changes. */
+		peer_feed__reader_reads(pf, &wr, &wl);
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.reader_came, 1);
+		peer_feed__free(pf);
+	}
 	/* A remote client said not to read this way takes no slot: nothing would be kept for it
 	 * anyway (its Writes count as unread), and the table stays for the connections that matter
 	 * (the apiserver marks each of its connections so, those to remote kubelets included). */
