@@ -195,7 +195,8 @@ LONG_RUNNING = ("WATCH", "CONNECT")
 def request_buckets(text):
     """Cumulative counts by upper bound of apiserver_request_duration_seconds over every resource
     request but the long-running ones (WATCH, CONNECT), as the apiserver's latency SLO counts
-    them (not /metrics, /healthz and other non-resource paths: the bench's own scrapes)."""
+    them (not /metrics, /healthz and other non-resource paths: the bench's own scrapes), by kind
+    of request: {(verb, resource, subresource): {le: count}}."""
     out = {}
     for line in text.splitlines():
         if not line.startswith("apiserver_request_duration_seconds_bucket{"):
@@ -206,8 +207,26 @@ def request_buckets(text):
         labels = dict(LABEL_RE.findall(m.group(1)))
         if labels.get("verb") in LONG_RUNNING or not labels.get("resource"):
             continue
+        kind = out.setdefault((labels["verb"], labels["resource"], labels.get("subresource", "")),
+                              {})
         le = float(labels["le"])
-        out[le] = out.get(le, 0) + float(m.group(2))
+        kind[le] = kind.get(le, 0) + float(m.group(2))
+    return out
+
+
+def buckets_between(before, after):
+    """The requests between two scrapes of request_buckets, by kind, as cumulative counts."""
+    return {k: {le: c - before.get(k, {}).get(le, 0) for le, c in b.items()}
+            for k, b in after.items()}
+
+
+def buckets_sum(*by_kinds):
+    """Every kind of request of one or more buckets_between together: {le: count}."""
+    out = {}
+    for by_kind in by_kinds:
+        for b in by_kind.values():
+            for le, c in b.items():
+                out[le] = out.get(le, 0) + c
     return out
 
 
