@@ -123,6 +123,20 @@ bool endpoint__equal(const struct endpoint *a, const struct endpoint *b)
 	return memcmp(a->addr, b->addr, 16) == 0;
 }
 
+bool endpoint__same_host(uint16_t family, const uint8_t local[16], const uint8_t remote[16])
+{
+	static const uint8_t v6_loopback[16] = { [15] = 1 };
+
+	if (memcmp(local, remote, 16) == 0)
+		return true;
+	if (family == AF_INET)
+		return remote[0] == 127;
+	if (memcmp(remote, v6_loopback, sizeof(v6_loopback)) == 0)
+		return true;
+	/* ::ffff:127.x.y.z */
+	return memcmp(remote, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0 && remote[12] == 127;
+}
+
 bool endpoint__in(const struct endpoint *e, const struct endpoint *addrs, int n)
 {
 	struct endpoint x = *e;

@@ -48,6 +48,11 @@ bool endpoint__equal(const struct endpoint *a, const struct endpoint *b);
 /* Whether e's address is one of addrs' (ports ignored; IPv4 equal to its v4-mapped form). */
 bool endpoint__in(const struct endpoint *e, const struct endpoint *addrs, int n);
 
+/* Whether a connection's two ends are on this host: the remote has the local address, or a
+ * loopback one (127/8, ::1, ::ffff:127.x.y.z). Raw addresses (network order, as endpoint.addr):
+ * the peer feed asks it of each Write. */
+bool endpoint__same_host(uint16_t family, const uint8_t local[16], const uint8_t remote[16]);
+
 /* The IPv4 address of an AF_INET endpoint or of a v4-mapped IPv6 one, in out; false otherwise. */
 bool endpoint__ipv4(const struct endpoint *e, uint8_t out[4]);
 

@@ -255,21 +255,6 @@ void peer_feed__free(struct peer_feed *pf)
 	free(pf);
 }
 
-/* Both ends on this host: the writer's peer has the writer's address, or a loopback one. */
-static bool is_local(uint16_t family, const uint8_t laddr[16], const uint8_t raddr[16])
-{
-	static const uint8_t v6_loopback[16] = { [15] = 1 };
-
-	if (memcmp(laddr, raddr, 16) == 0)
-		return true;
-	if (family == 2 /* AF_INET */)
-		return raddr[0] == 127;
-	if (memcmp(raddr, v6_loopback, sizeof(v6_loopback)) == 0)
-		return true;
-	/* ::ffff:127.x.y.z */
-	return memcmp(raddr, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0 && raddr[12] == 127;
-}
-
 static void key_of_write(struct conn_key *k, const struct data_event *e)
 {
 	memset(k, 0, sizeof(*k));
@@ -302,7 +287,7 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e, bool p
 		return;
 	key_of_write(&k, e);
 	/* A local reader may read through this path without having read yet: keep some for it. */
-	s = slot_find(pf, &k, is_local(e->family, e->laddr, e->raddr));
+	s = slot_find(pf, &k, endpoint__same_host(e->family, e->laddr, e->raddr));
 	if (!s) {
 		pf->stats.unread++;
 		return;
@@ -484,7 +469,7 @@ void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
 	memcpy(k.src, local->addr, sizeof(k.src));
 	memcpy(k.dst, remote->addr, sizeof(k.dst));
 	/* A remote one without a slot keeps nothing unless its reader reads this way: no slot. */
-	s = slot_find(pf, &k, is_local(k.family, k.src, k.dst));
+	s = slot_find(pf, &k, endpoint__same_host(k.family, k.src, k.dst));
 	if (!s || s->confirmed)
 		return;
 	slot_no_reader(pf, s);

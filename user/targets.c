@@ -86,6 +86,31 @@ bool targets__apiserver_reads_via_syscall(const struct targets *ts)
  * BINDTRACE_READS_VIA_SYSCALL=0 probes every Read as before (for before/after measurements);
  * =peers keeps the apiserver's Reads probed (as --probe-reads), the scheduler's and etcd's not;
  * unset or =all takes the apiserver's from the writers too. */
+static void first_off_host(void *ctx, const struct endpoint *local, const struct endpoint *remote,
+			   bool listening)
+{
+	struct endpoint *first = ctx;
+
+	if (!listening && !first->family &&
+	    !endpoint__same_host(local->family, local->addr, remote->addr))
+		*first = *remote;
+}
+
+static bool etcd_talks_off_host(const struct target *t)
+{
+	struct endpoint remote = { 0 };
+
+	sockets__each_own(t->proc.pid, SOCKDIAG_ESTABLISHED, first_off_host, &remote);
+	if (remote.family)
+		fprintf(
+		    stderr,
+		    "bindtrace: etcd pid %d has connections to other hosts or network "
+		    "namespaces (%s, ...): its TLS Reads are probed, as what it reads from them "
+		    "may have no Write traced here (--node names this node)\n",
+		    t->proc.pid, endpoint__str(&remote).s);
+	return remote.family != 0;
+}
+
 static bool target__reads_via_syscall(const struct targets *ts, const struct target *t)
 {
 	const char *env = getenv("BINDTRACE_READS_VIA_SYSCALL");
@@ -111,6 +136,12 @@ static bool target__reads_via_syscall(const struct targets *ts, const struct tar
 	 * heartbeats without them). Several members traced by one tracer read each other's Writes
 	 * (every member of the cluster is taken to be given then). */
 	if (t->role == ROLE_ETCD && ts->node && ts->node[0])
+		return false;
+	/* No --node, and etcd has connections to other hosts (members or apiservers of a cluster
+	 * that spans machines, this tracer on one of them): what it reads from them has no Write
+	 * traced here, so its Reads are probed rather than its peers' raft messages and Txns going
+	 * unseen. */
+	if (t->role == ROLE_ETCD && etcd_talks_off_host(t))
 		return false;
 	return peer_feed__reads_via_syscall(t->role, targets__has(ts, ROLE_SCHEDULER),
 					    targets__has(ts, ROLE_APISERVER),

@@ -105,8 +105,35 @@ static void test_equal(void)
 	CHECK(!endpoint__ipv4(&loop6, a4), "::1 has no IPv4 form");
 }
 
+/* Both ends on this host: the same address, or a loopback remote in any of its forms. */
+static void test_same_host(void)
+{
+	struct endpoint l, r;
+
+	CHECK(endpoint__parse("10.0.0.1:2380", &l) == 0 &&
+		  endpoint__parse("10.0.0.1:41000", &r) == 0,
+	      "parse");
+	CHECK(endpoint__same_host(l.family, l.addr, r.addr), "the same address");
+	CHECK(endpoint__parse("10.0.0.2:41000", &r) == 0, "parse");
+	CHECK(!endpoint__same_host(l.family, l.addr, r.addr), "another address: another host");
+	CHECK(endpoint__parse("127.0.0.1:2379", &l) == 0 &&
+		  endpoint__parse("127.0.0.3:2380", &r) == 0,
+	      "parse");
+	CHECK(endpoint__same_host(l.family, l.addr, r.addr), "127/8 is this host (the HA bed)");
+	CHECK(endpoint__parse("[::1]:2379", &l) == 0 && endpoint__parse("[::1]:41000", &r) == 0,
+	      "parse");
+	CHECK(endpoint__same_host(l.family, l.addr, r.addr), "::1");
+	CHECK(endpoint__parse("[fd00::1]:2379", &l) == 0 &&
+		  endpoint__parse("[::ffff:127.0.0.2]:2380", &r) == 0,
+	      "parse");
+	CHECK(endpoint__same_host(l.family, l.addr, r.addr), "v4-mapped loopback");
+	CHECK(endpoint__parse("[fd00::2]:2380", &r) == 0, "parse");
+	CHECK(!endpoint__same_host(l.family, l.addr, r.addr), "another IPv6 address");
+}
+
 int main(void)
 {
+	test_same_host();
 	test_format_parse();
 	test_unknown_and_bad();
 	test_equal();
