@@ -458,16 +458,24 @@ uint64_t peer_feed__expire(struct peer_feed *pf, uint64_t now)
 	return dropped;
 }
 
-void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
-			  const struct endpoint *remote)
+/* The key of the writer's direction of a connection, named by the writer's two ends. */
+static struct conn_key key_of_ends(const struct endpoint *local, const struct endpoint *remote)
 {
 	struct conn_key k = { .family = local->family,
 			      .src_port = local->port,
 			      .dst_port = remote->port };
-	struct slot *s;
 
 	memcpy(k.src, local->addr, sizeof(k.src));
 	memcpy(k.dst, remote->addr, sizeof(k.dst));
+	return k;
+}
+
+void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
+			  const struct endpoint *remote)
+{
+	struct conn_key k = key_of_ends(local, remote);
+	struct slot *s;
+
 	/* A remote one without a slot keeps nothing unless its reader reads this way: no slot. */
 	s = slot_find(pf, &k, endpoint__same_host(k.family, k.src, k.dst));
 	if (!s || s->confirmed)
@@ -478,13 +486,9 @@ void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
 void peer_feed__reader_reads(struct peer_feed *pf, const struct endpoint *local,
 			     const struct endpoint *remote)
 {
-	struct conn_key k = { .family = local->family,
-			      .src_port = local->port,
-			      .dst_port = remote->port };
+	struct conn_key k = key_of_ends(local, remote);
 	struct slot *s;
 
-	memcpy(k.src, local->addr, sizeof(k.src));
-	memcpy(k.dst, remote->addr, sizeof(k.dst));
 	s = slot_find(pf, &k, false);
 	if (!s || !s->no_reader)
 		return;
