@@ -82,10 +82,7 @@ bool targets__apiserver_reads_via_syscall(const struct targets *ts)
 	return false;
 }
 
-/* Its reads taken from its traced peers' Writes (peerfeed.h), given the roles traced.
- * BINDTRACE_READS_VIA_SYSCALL=0 probes every Read as before (for before/after measurements);
- * =peers keeps the apiserver's Reads probed (as --probe-reads), the scheduler's and etcd's not;
- * unset or =all takes the apiserver's from the writers too. */
+/* The first established connection of a process whose remote end is not on this host. */
 static void first_off_host(void *ctx, const struct endpoint *local, const struct endpoint *remote,
 			   bool listening)
 {
@@ -96,6 +93,7 @@ static void first_off_host(void *ctx, const struct endpoint *local, const struct
 		*first = *remote;
 }
 
+/* Whether etcd t has such a connection (said on stderr when it does). */
 static bool etcd_talks_off_host(const struct target *t)
 {
 	struct endpoint remote = { 0 };
@@ -111,6 +109,10 @@ static bool etcd_talks_off_host(const struct target *t)
 	return remote.family != 0;
 }
 
+/* Its reads taken from its traced peers' Writes (peerfeed.h), given the roles traced.
+ * BINDTRACE_READS_VIA_SYSCALL=0 probes every Read as before (for before/after measurements);
+ * =peers keeps the apiserver's Reads probed (as --probe-reads), the scheduler's and etcd's not;
+ * unset or =all takes the apiserver's from the writers too. */
 static bool target__reads_via_syscall(const struct targets *ts, const struct target *t)
 {
 	const char *env = getenv("BINDTRACE_READS_VIA_SYSCALL");
