@@ -15,6 +15,7 @@
 
 #include "bind_json.h"
 #include "citation.h"
+#include "util.h"
 
 #define JW_DEPTH 16
 /* Most binds' JSON fits here (about 12 KB without watchers); a bigger one grows on the heap. */
@@ -178,10 +179,10 @@ static void jw_str(struct jw *w, const char *key, const char *s)
 static void jw_int(struct jw *w, const char *key, long long v)
 {
 	char num[24];
-	int n = snprintf(num, sizeof(num), "%lld", v);
+	size_t n = util__fmt_ll(num, v);
 
 	jw_sep(w, key);
-	jw_raw(w, num, (size_t)n);
+	jw_raw(w, num, n);
 }
 
 static void jw_lit(struct jw *w, const char *key, const char *lit)

@@ -274,6 +274,24 @@ __attribute__((constructor)) static void base64_pairs__init(void)
 #endif
 }
 
+size_t util__fmt_ll(char *out, long long v)
+{
+	/* The magnitude as unsigned: -LLONG_MIN does not fit a long long. */
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	char tmp[20];
+	size_t n = 0, len = 0;
+
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		out[len++] = '-';
+	while (n)
+		out[len++] = tmp[--n];
+	return len;
+}
+
 size_t util__base64_encode(const unsigned char *p, size_t n, char *out)
 {
 	size_t done = 0;

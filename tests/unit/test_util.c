@@ -2,7 +2,10 @@
  * whatever bytes a traced process chose (its name, a file name) stay valid UTF-8, keeping what
  * was well-formed. */
 #include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "util.h"
@@ -125,8 +128,46 @@ static void check_json_string(void)
 	}
 }
 
+/* Decimal numbers as snprintf("%lld") writes them: the edges, every power of ten and its
+ * neighbours, and a spread of others. */
+static void check_fmt_ll(void)
+{
+	long long edge[] = { 0, 1, -1, 9, 10, -10, LLONG_MAX, LLONG_MIN, LLONG_MIN + 1 };
+	unsigned long long x = 0x9e3779b97f4a7c15ull;
+	size_t i;
+
+	for (i = 0; i < sizeof(edge) / sizeof(edge[0]) + 3 * 19 + 2000; i++) {
+		char got[24], want[24];
+		long long v;
+		size_t n;
+
+		if (i < sizeof(edge) / sizeof(edge[0])) {
+			v = edge[i];
+		} else if (i < sizeof(edge) / sizeof(edge[0]) + 3 * 19) {
+			size_t k = i - sizeof(edge) / sizeof(edge[0]);
+			long long p = 1;
+
+			for (size_t e = 0; e < k / 3; e++)
+				p *= 10;
+			v = p + (long long)(k % 3) - 1;
+			if (k % 2)
+				v = -v;
+		} else {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			v = (long long)(x >> (x & 63));
+		}
+		n = util__fmt_ll(got, v);
+		got[n] = '\0';
+		snprintf(want, sizeof(want), "%lld", v);
+		CHECK(strcmp(got, want) == 0, "got \"%s\", want \"%s\"", got, want);
+	}
+}
+
 int main(void)
 {
+	check_fmt_ll();
 	check_base64();
 	check_base64_reference();
 	check_json_string();
