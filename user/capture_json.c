@@ -9,28 +9,10 @@
 #include "endpoint.h"
 #include "util.h"
 
-static char *put_u64(char *o, uint64_t v)
-{
-	char t[20];
-	int n = 0;
-
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*o++ = t[--n];
-	return o;
-}
-
 /* The JSON integers are jansson's json_int_t (long long): a value is printed as that. */
 static char *put_int(char *o, int64_t v)
 {
-	if (v < 0) {
-		*o++ = '-';
-		return put_u64(o, -(uint64_t)v);
-	}
-	return put_u64(o, (uint64_t)v);
+	return o + util__fmt_ll(o, (long long)v);
 }
 
 static char *put_str(char *o, const char *s)
