@@ -276,6 +276,27 @@ int main(int argc, char **argv)
 			close(fd);
 		}
 		printf("\n");
+		/* The tracer attaches through uprobe_multi links where the kernel has them: the same
+		 * sites that way. */
+		if (multi >= 0) {
+			printf("per hit by probed instruction, uprobe_multi:");
+			for (i = 0; i < (int)(sizeof(sites) / sizeof(sites[0])); i++) {
+				uint64_t off = file_offset((void *)sites[i].fn) + (uint64_t)sites[i].at;
+
+				fd = attach_multi(multi, path, &off, 1);
+				if (fd < 0) {
+					printf(" %s: %s;", sites[i].name, strerror(errno));
+					continue;
+				}
+				t = now_ns();
+				for (k = 0; k < m; k++)
+					sites[i].fn();
+				printf(" %s %.0f ns;", sites[i].name,
+				       (double)(now_ns() - t) / (double)m);
+				close(fd);
+			}
+			printf("\n");
+		}
 	}
 
 	t0 = now_ns();
