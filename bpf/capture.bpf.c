@@ -211,18 +211,15 @@ __noinline int count_emitted(__u32 tgid, __u32 probe, __u64 events, __u64 bytes)
  * loads, no helper call) as far as the verifier allows: the fd array is indexed by a variable,
  * which a BTF pointer may not be, so that one entry and what it leads to are helper reads. Ten
  * bpf_probe_read_kernel calls here cost about 0.6 us a call (tlsfix, BPF stats). */
-static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *ino_out)
+/* The current task's open file fd, NULL when there is none. The walk task -> files -> fdt is
+ * loaded directly (BTF pointers); the verifier refuses a variable index into one, so the fd
+ * array's entry is a helper read. */
+static __always_inline struct file *file_of_fd(int fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct conn_state fresh = {}, *st;
-	struct conn_key key = { .tgid = tgid };
 	struct files_struct *files;
 	struct file **fds, *f = NULL;
-	struct inode *inode = NULL;
 	struct fdtable *fdt;
-	struct socket *sock;
-	struct sock *sk;
-	umode_t mode = 0;
 
 	if (fd < 0)
 		return NULL;
@@ -233,8 +230,22 @@ static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *
 	if (!fdt || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
 	fds = fdt->fd;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f ||
-	    bpf_probe_read_kernel(&inode, sizeof(inode), &f->f_inode) || !inode ||
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return NULL;
+	return f;
+}
+
+static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *ino_out)
+{
+	struct conn_state fresh = {}, *st;
+	struct conn_key key = { .tgid = tgid };
+	struct file *f = file_of_fd(fd);
+	struct inode *inode = NULL;
+	struct socket *sock;
+	struct sock *sk;
+	umode_t mode = 0;
+
+	if (!f || bpf_probe_read_kernel(&inode, sizeof(inode), &f->f_inode) || !inode ||
 	    bpf_probe_read_kernel(&mode, sizeof(mode), &inode->i_mode) ||
 	    (mode & S_IFMT) != S_IFSOCK ||
 	    bpf_probe_read_kernel(&key.ino, sizeof(key.ino), &inode->i_ino))
@@ -976,9 +987,31 @@ struct {
 
 struct fsync_inflight {
 	__u64 start_ns;
+	__u64 file_id;
 	__s32 fd;
 	__u32 datasync;
 };
+
+/* Which file descriptor fd names now, as a number that changes when it is another file or the
+ * file was renamed (etcd renames a WAL segment after its first fsync), so that user space reads
+ * its path only when that number changes: the dentry, its name's hash and length, its parent
+ * and the inode number, mixed (no kernel address leaves the kernel as such). 0: unknown. */
+static __always_inline __u64 file_id_of(int fd)
+{
+	struct file *f = file_of_fd(fd);
+	struct dentry *de;
+	__u64 h;
+
+	if (!f)
+		return 0;
+	de = BPF_CORE_READ(f, f_path.dentry);
+	if (!de)
+		return 0;
+	h = ((__u64)de ^ BPF_CORE_READ(de, d_name.hash_len)) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ (__u64)BPF_CORE_READ(de, d_parent)) * 0xff51afd7ed558ccdull;
+	h = (h ^ BPF_CORE_READ(f, f_inode, i_ino)) * 0xc4ceb9fe1a85ec53ull;
+	return h ? h : 1;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -998,6 +1031,7 @@ static __always_inline int fsync_enter(struct trace_event_raw_sys_enter *ctx, __
 	count_hit(tgid, PROBE_FSYNC);
 	in.start_ns = bpf_ktime_get_ns();
 	in.fd = (__s32)ctx->args[0];
+	in.file_id = file_id_of(in.fd);
 	in.datasync = datasync;
 	bpf_map_update_elem(&fsync_inflight, &tid, &in, BPF_ANY);
 	return 0;
@@ -1022,6 +1056,7 @@ static __always_inline int fsync_exit(struct trace_event_raw_sys_exit *ctx)
 	fill_header(&e->hdr, EVENT_FSYNC);
 	e->start_ns = in->start_ns;
 	e->fd = in->fd;
+	e->file_id = in->file_id;
 	e->datasync = in->datasync;
 	e->ret = ctx->ret;
 	bpf_map_delete_elem(&fsync_inflight, &tid);

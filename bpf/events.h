@@ -85,6 +85,7 @@ struct fsync_event {
 	__s64 ret;
 	__s32 fd;
 	__u32 datasync; /* 1 = fdatasync, 0 = fsync */
+	__u64 file_id;	/* which file fd named, 0 if unknown: see file_id_of in capture.bpf.c */
 };
 
 /* Cookie of the (*Conn).Read RET probes: the entry-SP-relative slots where the prologue spilled

@@ -399,7 +399,7 @@ void dispatch__fsync(struct dispatch *d, const struct actor *who, const struct f
 
 static void run_fsync(struct dispatch *d, const struct actor *who, const struct fsync_event *e)
 {
-	dispatch__fsync(d, who, e, sockets__fd_path(d->deps.sockets, who->pid, e->fd));
+	dispatch__fsync(d, who, e, sockets__fd_path(d->deps.sockets, who->pid, e->fd, e->file_id));
 }
 
 /* The caller chain's PCs to functions and lines; the cited frame is the first caller outside

@@ -51,6 +51,7 @@ struct sockets {
 	struct {
 		pid_t pid;
 		int fd;
+		uint64_t file_id; /* what the kernel said fd named when path was read; 0: unknown */
 		char path[256];
 	} fd_cache[FD_CACHE];
 	char fd_path[256]; /* sockets__fd_path's readlink, before it is cached */
@@ -488,15 +489,20 @@ void sockets__each_own(pid_t pid, uint32_t states,
 
 /* ---- Descriptors ---- */
 
-const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd)
+const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd, uint64_t file_id)
 {
 	unsigned int slot = ((unsigned int)pid * 31u + (unsigned int)fd) % FD_CACHE;
 	char link[64];
 	ssize_t n;
 
-	/* Read each time: a descriptor number is reused (etcd's next WAL segment may get the number
-	 * of a snapshot file it closed, and a path cached for it would say "not the WAL" for every
-	 * fsync after). The cached path answers only when the descriptor is already closed. */
+	/* The kernel said which file the descriptor named (file_id): the path read for that
+	 * answers without a readlink, one per fsync otherwise. Without it, read each time: a
+	 * descriptor number is reused (etcd's next WAL segment may get the number of a snapshot
+	 * file it closed, and a path cached for it would say "not the WAL" for every fsync after),
+	 * and the cached path answers only when the descriptor is already closed. */
+	if (file_id && s->fd_cache[slot].file_id == file_id && s->fd_cache[slot].pid == pid &&
+	    s->fd_cache[slot].fd == fd && s->fd_cache[slot].path[0])
+		return s->fd_cache[slot].path;
 	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
 	n = readlink(link, s->fd_path, sizeof(s->fd_path) - 1);
 	if (n > 0) {
@@ -504,6 +510,7 @@ const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd)
 		memcpy(s->fd_cache[slot].path, s->fd_path, (size_t)n + 1);
 		s->fd_cache[slot].pid = pid;
 		s->fd_cache[slot].fd = fd;
+		s->fd_cache[slot].file_id = file_id;
 		return s->fd_cache[slot].path;
 	}
 	if (s->fd_cache[slot].pid == pid && s->fd_cache[slot].fd == fd)

@@ -64,8 +64,10 @@ void sockets__each_own(pid_t pid, uint32_t states,
  * when there are none or pid is gone. */
 uint64_t *sockets__open_inodes(pid_t pid, size_t *n);
 
-/* The file open as pid's descriptor fd ("" when it cannot be read), read from /proc each time
- * (descriptor numbers are reused); the last name seen for (pid, fd) answers once it is closed. */
-const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd);
+/* The file open as pid's descriptor fd ("" when it cannot be read), read from /proc unless
+ * file_id, the kernel's word for which file fd named (fsync_event.file_id; 0: unknown), is the
+ * one it was read for (descriptor numbers are reused, files renamed); the last name seen for
+ * (pid, fd) answers once it is closed. */
+const char *sockets__fd_path(struct sockets *s, pid_t pid, int fd, uint64_t file_id);
 
 #endif

@@ -2,7 +2,8 @@
  * for another file names the new file, not the one seen before. (etcd's next WAL segment took
  * the number of a snapshot file it had fsynced and closed; a name kept for (pid, fd) made every
  * later WAL fsync look like another file's, and etcd_wal_fsync went missing for every bind after
- * about 29,000 of a soak.) Once the descriptor is closed, the last name seen answers. */
+ * about 29,000 of a soak.) Once the descriptor is closed, the last name seen answers. With the
+ * kernel's file id (fsync_event.file_id) the name read for an id answers for it. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ static int open_temp(char *path, size_t size, const char *name)
 int main(void)
 {
 	struct sockets *s = sockets__new();
-	char a[128], b[128], c[128];
+	char a[128], b[128], c[128], d[128];
 	const char *got;
 	int fa, fb, fc;
 
@@ -35,37 +36,57 @@ int main(void)
 	}
 	fa = open_temp(a, sizeof(a), "snap");
 	CHECK(fa >= 0, "mkstemp %s", a);
-	got = sockets__fd_path(s, getpid(), fa);
+	got = sockets__fd_path(s, getpid(), fa, 0);
 	CHECK_STR(got, a);
 
 	/* The number is freed and taken by the next open, as etcd's next WAL segment took it. */
 	close(fa);
 	fb = open_temp(b, sizeof(b), "wal");
 	CHECK_INT(fb, fa);
-	got = sockets__fd_path(s, getpid(), fb);
+	got = sockets__fd_path(s, getpid(), fb, 0);
 	CHECK_STR(got, b);
 	/* Asked again (every fsync asks): still the new file. */
-	got = sockets__fd_path(s, getpid(), fb);
+	got = sockets__fd_path(s, getpid(), fb, 0);
 	CHECK_STR(got, b);
 
 	/* Closed: the last name seen for it answers, for an fsync reported after its close. */
 	close(fb);
-	got = sockets__fd_path(s, getpid(), fb);
+	got = sockets__fd_path(s, getpid(), fb, 0);
 	CHECK_STR(got, b);
 
 	/* Another process's descriptor number does not answer for this one. */
 	fc = open_temp(c, sizeof(c), "other");
-	got = sockets__fd_path(s, (pid_t)2147483000, fc);
+	got = sockets__fd_path(s, (pid_t)2147483000, fc, 0);
 	CHECK_STR(got, "");
 	close(fc);
 
 	/* A descriptor never seen and not open: nothing. */
-	got = sockets__fd_path(s, getpid(), 1000);
+	got = sockets__fd_path(s, getpid(), 1000, 0);
 	CHECK_STR(got, "");
+
+	/* With the kernel's file id: the path read for an id answers for it without a readlink
+	 * (shown by a descriptor that names another file now but comes with the old id), and
+	 * another id reads the path again. */
+	fa = open_temp(a, sizeof(a), "wal-1");
+	CHECK(fa >= 0, "mkstemp %s", a);
+	got = sockets__fd_path(s, getpid(), fa, 0x1234);
+	CHECK_STR(got, a);
+	close(fa);
+	fb = open_temp(d, sizeof(d), "wal-2");
+	CHECK_INT(fb, fa);
+	got = sockets__fd_path(s, getpid(), fb, 0x1234);
+	CHECK_STR(got, a);
+	got = sockets__fd_path(s, getpid(), fb, 0x5678);
+	CHECK_STR(got, d);
+	/* An id of 0 (unknown) never answers from the cache. */
+	got = sockets__fd_path(s, getpid(), fb, 0);
+	CHECK_STR(got, d);
+	close(fb);
 
 	unlink(a);
 	unlink(b);
 	unlink(c);
+	unlink(d);
 	sockets__free(s);
 	return check_summary("test_sockets");
 }
