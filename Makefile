@@ -174,7 +174,8 @@ controlplane: | $(OUT)/.test-deps
 test: $(OUT)/.test-deps $(OUT)/bindtrace $(OUT)/bindtrace-san $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)tests/run
 
-# Everything in test plus the heavy tests (HA bed, kubelet-like load, the older release).
+# Everything in test plus the heavy tests (HA bed, kubelet-like load, the older release, OTLP
+# into a real Jaeger).
 test-full: $(OUT)/.test-deps $(OUT)/bindtrace $(OUT)/bindtrace-san $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)BINDTRACE_TEST_FULL=1 tests/run
 
