@@ -138,6 +138,7 @@ struct open_bind {
 struct pending_pod {
 	bool used;
 	uint64_t hash;
+	uint32_t next; /* the next of its bucket's chain (slot + 1; 0 ends): see pending_find */
 	char key[BIND_NS_MAX + BIND_NAME_MAX + 2]; /* "ns/name" */
 	uint64_t first_ns;			   /* when it was first seen */
 	int64_t create_revision;
@@ -253,7 +254,9 @@ struct correlator {
 	uint64_t seq;
 	struct correlator_stats stats;
 	struct pending_pod *pending;
-	size_t pending_hi; /* pending[pending_hi...] have never been used */
+	size_t pending_hi;	/* pending[pending_hi...] have never been used */
+	uint32_t *pending_head; /* by hash: the first of a chain of used ones (slot + 1) */
+	size_t pending_buckets; /* a power of two */
 	uint64_t pending_scan_ns;
 	struct create_txn create_txns[MAX_CREATE_TXNS];
 	uint64_t create_txn_next;
@@ -384,10 +387,13 @@ struct correlator *correlator__new(const struct correlator_options *opt, bind_do
 	if (!c->opt.pending_max_age_ns)
 		c->opt.pending_max_age_ns = DEFAULT_PENDING_AGE_NS;
 	c->pending = calloc(c->opt.max_pending, sizeof(*c->pending));
+	for (c->pending_buckets = 64; c->pending_buckets < c->opt.max_pending;)
+		c->pending_buckets *= 2;
+	c->pending_head = calloc(c->pending_buckets, sizeof(*c->pending_head));
 	c->strs = strpool__new();
 	c->reads = conn_reads__new();
 	if (!c->binds || !c->obs || !c->by_key.slot || !c->by_link.slot || !c->robs ||
-	    !c->pending || !c->strs || !c->reads) {
+	    !c->pending || !c->pending_head || !c->strs || !c->reads) {
 		correlator__free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -485,6 +491,7 @@ void correlator__free(struct correlator *c)
 	free(c->raft_keys);
 	free(c->binds);
 	free(c->pending);
+	free(c->pending_head);
 	conn_reads__free(c->reads);
 	free(c);
 }
@@ -741,38 +748,66 @@ static struct observation *obs_add(struct correlator *c, enum obs_kind kind,
 
 /* ---- Pending pods: created, not yet bound ---- */
 
+/* Pending pods are chained by their key's hash, so that finding one does not scan them all
+ * (a burst of 1000 creations kept up to 1000 of them, and every creation stage looked one up);
+ * a slot leaves its chain when it stops being used (pending_drop). */
+static uint32_t *pending_bucket(struct correlator *c, uint64_t hash)
+{
+	return &c->pending_head[(hash ^ hash >> 32) & (c->pending_buckets - 1)];
+}
+
+static void pending_drop(struct correlator *c, struct pending_pod *p)
+{
+	uint32_t *at = pending_bucket(c, p->hash), slot = (uint32_t)(p - c->pending) + 1;
+
+	if (!p->used)
+		return;
+	while (*at && *at != slot)
+		at = &c->pending[*at - 1].next;
+	if (*at)
+		*at = p->next;
+	p->used = false;
+	p->next = 0;
+}
+
 static struct pending_pod *pending_find(struct correlator *c, const char *key, bool create,
 					uint64_t now)
 {
 	struct pending_pod *free_slot = NULL, *oldest = NULL, *p;
 	uint64_t hash = key_hash(key);
+	uint32_t *head = pending_bucket(c, hash), at;
 	size_t i;
 
-	for (i = 0; i < c->pending_hi; i++) {
-		p = &c->pending[i];
-		if (!p->used) {
-			if (!free_slot)
-				free_slot = p;
-			continue;
-		}
+	for (at = *head; at; at = p->next) {
+		p = &c->pending[at - 1];
 		if (p->hash == hash && strcmp(p->key, key) == 0)
 			return p;
-		if (!oldest || p->first_ns < oldest->first_ns)
-			oldest = p;
 	}
 	if (!create)
 		return NULL;
+	for (i = 0; i < c->pending_hi; i++) {
+		p = &c->pending[i];
+		if (!p->used) {
+			free_slot = p;
+			break;
+		}
+		if (!oldest || p->first_ns < oldest->first_ns)
+			oldest = p;
+	}
 	if (!free_slot && c->pending_hi < c->opt.max_pending)
 		free_slot = &c->pending[c->pending_hi++];
 	if (!free_slot) {
 		c->stats.pending_evicted++;
 		free_slot = oldest;
+		pending_drop(c, free_slot);
 	}
 	memset(free_slot, 0, sizeof(*free_slot));
 	free_slot->used = true;
 	free_slot->hash = hash;
 	free_slot->first_ns = now;
 	util__copy(free_slot->key, sizeof(free_slot->key), key);
+	free_slot->next = *head;
+	*head = (uint32_t)(free_slot - c->pending) + 1;
 	return free_slot;
 }
 
@@ -798,7 +833,7 @@ static void pending_expire(struct correlator *c, uint64_t now)
 		struct pending_pod *p = &c->pending[i];
 
 		if (p->used && now > p->first_ns + c->opt.pending_max_age_ns) {
-			p->used = false;
+			pending_drop(c, p);
 			c->stats.pending_expired++;
 		}
 	}
@@ -1003,7 +1038,7 @@ static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing), HEADERLESS_ANSWER);
 	t->create_revision = p->create_revision;
 	if (t->result == BIND_RESULT_BOUND)
-		p->used = false;
+		pending_drop(c, p);
 }
 
 static void on_binding_request(struct correlator *c, const struct actor *who,

@@ -574,6 +574,89 @@ out:
 	free(r);
 }
 
+/* A pod's create POST as the apiserver read it (its create_request stage), at first_us. */
+static void create_post(struct correlator *c, const struct actor *who, const char *name,
+			uint64_t first_us)
+{
+	struct decoded_msg *m = message(DECODED_REQUEST, CONN_DIR_IN, 11, first_us, first_us);
+
+	snprintf(m->http.method, sizeof(m->http.method), "POST");
+	snprintf(m->http.path, sizeof(m->http.path), "/api/v1/namespaces/default/pods");
+	m->body_kind = BODY_K8S;
+	m->body.k8s.kind = K8S_KIND_POD;
+	snprintf(m->body.k8s.meta.namespace, sizeof(m->body.k8s.meta.namespace), "default");
+	snprintf(m->body.k8s.meta.name, sizeof(m->body.k8s.meta.name), "%s", name);
+	correlator__message(c, who, m);
+}
+
+static void pending_counts(struct correlator *c, size_t *pending, uint64_t *evicted,
+			   uint64_t *expired)
+{
+	struct correlator_stats st;
+
+	correlator__stats(c, &st);
+	*pending = st.pending;
+	*evicted = st.pending_evicted;
+	*expired = st.pending_expired;
+}
+
+/* The pods created and not yet bound, found by their key's hash chain: at most max_pending,
+ * the oldest evicted beyond; a pod seen again keeps its slot; an evicted or expired one is new
+ * when seen again (a slot left its chain when it was dropped). */
+static void check_pending_table(void)
+{
+	struct correlator_options opt = {
+		.linger_ns = 1,
+		.max_open_ns = 1ull << 62,
+		.have_scheduler = true,
+		.have_apiserver = true,
+		.have_etcd = true,
+		.max_pending = 4,
+		.pending_max_age_ns = 1000000000ull,
+	};
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = correlator__new(&opt, on_bind, r);
+	struct actor client =
+	    actor(640, "kube-apiserver", ROLE_APISERVER, 2200, "[::1]:6443 [::1]:47000");
+	uint64_t evicted, expired;
+	size_t pending;
+	char name[16];
+	int i;
+
+	CHECK(r && c, "correlator");
+	if (!r || !c)
+		goto out;
+	for (i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		create_post(c, &client, name, 10 + (uint64_t)i);
+	}
+	pending_counts(c, &pending, &evicted, &expired);
+	CHECK(pending == 4 && evicted == 6, "10 creates, room for 4: %zu pending, %llu evicted",
+	      pending, (unsigned long long)evicted);
+	create_post(c, &client, "p9", 30);
+	create_post(c, &client, "p6", 31);
+	pending_counts(c, &pending, &evicted, &expired);
+	CHECK(pending == 4 && evicted == 6,
+	      "p9 and p6 seen again: still theirs (%zu, %llu evicted)", pending,
+	      (unsigned long long)evicted);
+	create_post(c, &client, "p0", 32);
+	pending_counts(c, &pending, &evicted, &expired);
+	CHECK(pending == 4 && evicted == 7, "p0, evicted, is new: %zu pending, %llu evicted",
+	      pending, (unsigned long long)evicted);
+	correlator__tick(c, B + 5000000 * US, false);
+	pending_counts(c, &pending, &evicted, &expired);
+	CHECK(pending == 0 && expired == 4, "all expired: %zu pending, %llu expired", pending,
+	      (unsigned long long)expired);
+	create_post(c, &client, "p9", 5000001);
+	create_post(c, &client, "p9", 5000002);
+	pending_counts(c, &pending, &evicted, &expired);
+	CHECK(pending == 1 && evicted == 7, "p9 after expiry: one new slot (%zu, %llu evicted)",
+	      pending, (unsigned long long)evicted);
+out:
+	correlator__free(c);
+	free(r);
+}
+
 /* One tracer per node (--node): on a node whose apiserver did not serve the Binding, the write
  * reaches its apiserver only through its etcd member's watch, and fans out to its watchers. It
  * is emitted once, as served elsewhere: bound, the UID and revision from etcd's event, the
@@ -884,6 +967,7 @@ int main(void)
 	check_create(false, CREATE_FROM_TXN);
 	check_create(false, CREATE_NO_READS_OPTION);
 	check_create(false, CREATE_HEADERLESS_ANSWER);
+	check_pending_table();
 	check_node_scope();
 	check_ring_wrap();
 	check_failed_bind(FAILED_ERROR_ANSWER);
