@@ -1104,6 +1104,23 @@ static bool is_watch_request(const char *path)
 	return strstr(q, "watch=true") || strstr(q, "watch=1");
 }
 
+/* A status header's number as atoi reads its first 7 characters (leading blanks, a sign, the
+ * digits; 0 without any): on every response, where snprintf and atoi were 1% of the tracer. */
+static int small_int(const char *v, size_t len)
+{
+	size_t i = 0, end = len < 7 ? len : 7;
+	bool neg = false;
+	int n = 0;
+
+	while (i < end && (v[i] == ' ' || (v[i] >= '\t' && v[i] <= '\r')))
+		i++;
+	if (i < end && (v[i] == '+' || v[i] == '-'))
+		neg = v[i++] == '-';
+	for (; i < end && v[i] >= '0' && v[i] <= '9'; i++)
+		n = n * 10 + (v[i] - '0');
+	return neg ? -n : n;
+}
+
 static void header_field(struct conn_decoder *c, const char *name, size_t nlen, const char *value,
 			 size_t vlen, unsigned flags)
 {
@@ -1122,9 +1139,7 @@ static void header_field(struct conn_decoder *c, const char *name, size_t nlen, 
 	} else if (IS(":authority") || IS("host")) {
 		redact__header_value(name, nlen, value, vlen, h->authority, sizeof(h->authority));
 	} else if (IS(":status")) {
-		char tmp[8];
-		snprintf(tmp, sizeof(tmp), "%.*s", (int)(vlen < 7 ? vlen : 7), value);
-		h->status = atoi(tmp);
+		h->status = small_int(value, vlen);
 		c->hdr_has_status = true;
 	} else if (IS("content-type")) {
 		redact__header_value(name, nlen, value, vlen, h->content_type,
@@ -1132,9 +1147,7 @@ static void header_field(struct conn_decoder *c, const char *name, size_t nlen, 
 	} else if (IS("user-agent")) {
 		redact__header_value(name, nlen, value, vlen, h->user_agent, sizeof(h->user_agent));
 	} else if (IS("grpc-status")) {
-		char tmp[8];
-		snprintf(tmp, sizeof(tmp), "%.*s", (int)(vlen < 7 ? vlen : 7), value);
-		h->grpc_status = atoi(tmp);
+		h->grpc_status = small_int(value, vlen);
 	} else if (IS("x-raft-to")) {
 		c->hdr_raft_to = raft__parse_id(value, vlen);
 	} else if (IS("grpc-message")) {
