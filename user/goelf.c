@@ -57,6 +57,16 @@ struct reloc {
 	uint64_t value; /* link-time value the loader will store there */
 };
 
+/* go_binary__pc_to_line's answers by PC, direct-mapped: a traced call's stack is symbolised at
+ * every bind, mostly the same PCs (4% of the tracer's CPU in a 1000-pod burst without it). */
+#define PC_LINE_CACHE 256
+
+struct pc_line {
+	uint64_t vaddr; /* 0: empty */
+	const char *func, *file;
+	int line;
+};
+
 struct go_binary {
 	unsigned int refs; /* go_binary__ref; freed by the close that drops the last */
 	uint8_t *image;	   /* the whole file, owned (mmap or malloc) */
@@ -104,6 +114,8 @@ struct go_binary {
 	struct go_text_info ti;
 	char how[512], validation[512], where[128];
 	char err[512];
+
+	struct pc_line pc_lines[PC_LINE_CACHE];
 };
 
 static void gb_error(struct go_binary *gb, const char *fmt, ...)
@@ -1697,9 +1709,20 @@ int go_binary__pc_to_line(struct go_binary *gb, uint64_t pc, uint64_t load_bias,
 			  const char **file, int *line)
 {
 	uint64_t vaddr = pc - load_bias, base = gb->ti.text_base, lo;
+	struct pc_line *hit = &gb->pc_lines[(vaddr ^ vaddr >> 8) % PC_LINE_CACHE];
+	const char *fn = NULL, *fl = NULL;
 	const uint8_t *f;
 	int32_t fileno = -1, ln = -1;
 
+	if (vaddr && hit->vaddr == vaddr) {
+		if (func)
+			*func = hit->func;
+		if (file)
+			*file = hit->file;
+		if (line)
+			*line = hit->line;
+		return 0;
+	}
 	if (func__containing(gb, vaddr, &lo))
 		return -ENOENT;
 	f = func__record(gb, lo);
@@ -1707,24 +1730,25 @@ int go_binary__pc_to_line(struct go_binary *gb, uint64_t pc, uint64_t load_bias,
 		gb_error(gb, "corrupt function record for 0x%" PRIx64, vaddr);
 		return -EINVAL;
 	}
-	if (func)
-		*func = func__name(gb, lo);
+	fn = func__name(gb, lo);
 	uint64_t entry = base + ftab_entryoff(gb, lo);
 
 	if (pcvalue(gb, get_u32(f + 24), entry, vaddr, &ln))
 		ln = 0;
-	if (file) {
-		*file = NULL;
-		if (pcvalue(gb, get_u32(f + 20), entry, vaddr, &fileno) == 0 && fileno >= 0) {
-			uint64_t idx = (uint64_t)get_u32(f + 32) + (uint64_t)fileno;
-			uint64_t at = gb->cu_off + idx * 4;
+	if (pcvalue(gb, get_u32(f + 20), entry, vaddr, &fileno) == 0 && fileno >= 0) {
+		uint64_t idx = (uint64_t)get_u32(f + 32) + (uint64_t)fileno;
+		uint64_t at = gb->cu_off + idx * 4;
 
-			if (at + 4 <= gb->pcln_len && get_u32(gb->pcln + at) != UINT32_MAX)
-				*file = pcln__string(gb, gb->filetab_off, get_u32(gb->pcln + at));
-		}
-		if (!*file)
-			*file = "?";
+		if (at + 4 <= gb->pcln_len && get_u32(gb->pcln + at) != UINT32_MAX)
+			fl = pcln__string(gb, gb->filetab_off, get_u32(gb->pcln + at));
 	}
+	if (!fl)
+		fl = "?";
+	*hit = (struct pc_line){ .vaddr = vaddr, .func = fn, .file = fl, .line = ln };
+	if (func)
+		*func = fn;
+	if (file)
+		*file = fl;
 	if (line)
 		*line = ln;
 	return 0;

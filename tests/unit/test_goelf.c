@@ -247,6 +247,37 @@ static void check_read_and_release(struct go_binary *gb, const char *path)
 }
 
 /* The API on one good build: functions, RETs as boundaries, offsets, bias, lines. */
+/* go_binary__pc_to_line keeps its answers by PC: every PC of (*Conn).Write, 4 bytes apart
+ * (more than its cache holds, so slots are shared and replaced), asked forward then backward,
+ * answers the same both times, with or without the out-parameters. */
+static void check_pc_line_cache(struct go_binary *gb)
+{
+	enum { MAX_PCS = 4096 };
+	static const char *fn[MAX_PCS], *fl[MAX_PCS];
+	static int ln[MAX_PCS];
+	uint64_t entry = 0, end = 0;
+	int n = 0, bad = 0;
+
+	if (go_binary__func(gb, "crypto/tls.(*Conn).Write", &entry, &end))
+		return;
+	for (uint64_t pc = entry; pc < end && n < MAX_PCS; pc += 4, n++)
+		CHECK_INT(go_binary__pc_to_line(gb, pc, 0, &fn[n], &fl[n], &ln[n]), 0);
+	CHECK(n > 256, "(*Conn).Write spans %d PCs 4 bytes apart", n);
+	for (int i = n - 1; i >= 0; i--) {
+		const char *f2 = NULL, *l2 = NULL;
+		int line2 = -1;
+
+		if (go_binary__pc_to_line(gb, entry + 4 * (uint64_t)i, 0, &f2, &l2, &line2) ||
+		    strcmp(f2, fn[i]) || strcmp(l2, fl[i]) || line2 != ln[i])
+			bad++;
+		if (i % 7 == 0 &&
+		    (go_binary__pc_to_line(gb, entry + 4 * (uint64_t)i, 0, NULL, NULL, &line2) ||
+		     line2 != ln[i]))
+			bad++;
+	}
+	CHECK(bad == 0, "PCs asked again: %d answered differently", bad);
+}
+
 static void check_fixture(const char *path)
 {
 	struct go_binary *gb;
@@ -311,6 +342,7 @@ static void check_fixture(const char *path)
 	}
 	CHECK_INT(go_binary__func(gb, "crypto/tls.(*Conn).Nope", NULL, NULL), -ENOENT);
 	CHECK_INT(go_binary__pc_to_line(gb, 0x10, 0, NULL, NULL, NULL), -ENOENT);
+	check_pc_line_cache(gb);
 	check_read_and_release(gb, path);
 	go_binary__close(gb);
 }
