@@ -17,6 +17,7 @@
 #include "http1.h"
 #include "redact.h"
 #include "stream_pos.h"
+#include "util.h"
 
 #define DETECT_MAX 16384
 #define DETECT_MIN 512
@@ -356,7 +357,7 @@ static struct decoded_msg *msg_begin(struct conn_decoder *c, struct stream *s, i
 				 kind != DECODED_ETCD_WATCH_EVENT && kind != DECODED_RAFT_MESSAGE);
 		m->ts_first_ns = h->ts_first;
 		m->ts_last_ns = h->ts_last;
-		snprintf(m->http.content_type, sizeof(m->http.content_type), "%s", h->content_type);
+		util__copy(m->http.content_type, sizeof(m->http.content_type), h->content_type);
 		m->streaming = s->watch || s->grpc_streaming || raft_stream_endpoint(s) ||
 			       (h->raft && h->raft->framing != RAFT_FRAMING_PIPELINE);
 		m->inferred = s->inferred;
@@ -445,7 +446,7 @@ static void infer_method(struct conn_decoder *c, struct stream *s, int dir, cons
 		return;
 	s->etcd = m;
 	s->inferred = true;
-	snprintf(s->http.path, sizeof(s->http.path), "%s", etcd_method__path(m));
+	util__copy(s->http.path, sizeof(s->http.path), etcd_method__path(m));
 	s->grpc_streaming = m == ETCD_METHOD_WATCH || m == ETCD_METHOD_LEASE_KEEPALIVE;
 	if (*client && s->request_dir < 0)
 		s->request_dir = dir;
@@ -1385,7 +1386,7 @@ static void h1_on_start(void *ctx, int dir, const struct http1_start *st, uint64
 	if (st->request) {
 		learn_client_dir(c, dir, false);
 		id = ++c->h1_next_request;
-		snprintf(c->hdr.method, sizeof(c->hdr.method), "%s", st->method);
+		util__copy(c->hdr.method, sizeof(c->hdr.method), st->method);
 		redact__path(st->target, strlen(st->target), c->hdr.path, sizeof(c->hdr.path));
 		c->hdr_has_method = true;
 	} else {

@@ -8,6 +8,7 @@
 
 #include "k8s.h"
 #include "protobuf.h"
+#include "util.h"
 
 #define COPY(dst, f) pb__copy_string((dst), sizeof(dst), (f)->data, (f)->len)
 
@@ -126,9 +127,9 @@ static int decode_pod_condition(const uint8_t *buf, size_t len, struct k8s_pod *
 		return err;
 	if (!strcmp(type, "PodScheduled")) {
 		pod->has_scheduled = true;
-		snprintf(pod->scheduled_status, sizeof(pod->scheduled_status), "%s", status);
-		snprintf(pod->scheduled_reason, sizeof(pod->scheduled_reason), "%s", reason);
-		snprintf(pod->scheduled_message, sizeof(pod->scheduled_message), "%s", message);
+		util__copy(pod->scheduled_status, sizeof(pod->scheduled_status), status);
+		util__copy(pod->scheduled_reason, sizeof(pod->scheduled_reason), reason);
+		util__copy(pod->scheduled_message, sizeof(pod->scheduled_message), message);
 	}
 	return 0;
 }
@@ -250,7 +251,7 @@ int k8s__decode_raw(const char *kind, const uint8_t *buf, size_t len, struct k8s
 {
 	if (len > K8S_OBJECT_MAX)
 		return -EMSGSIZE;
-	snprintf(o->kind_name, sizeof(o->kind_name), "%s", kind);
+	util__copy(o->kind_name, sizeof(o->kind_name), kind);
 	o->encoding = K8S_ENCODING_PROTOBUF;
 	switch (kind_from_name(kind)) {
 	case K8S_KIND_POD:
@@ -713,7 +714,7 @@ int k8s__decode_watch_event_json(const char *buf, size_t len, struct k8s_watch_e
 		json_decref(root);
 		return -EBADMSG;
 	}
-	snprintf(ev->type, sizeof(ev->type), "%s", type);
+	util__copy(ev->type, sizeof(ev->type), type);
 	json_object_into(obj, &ev->object, cols);
 	if (ev->object.kind == K8S_KIND_TABLE_ROW) {
 		size_t rows = json_array_size(json_object_get(obj, "rows"));
