@@ -48,6 +48,7 @@ struct tracer {
 	struct metrics_server *metrics_server; /* --metrics */
 	int64_t wall_offset_ns;
 	uint64_t binds_printed, drops_seen;
+	bool unflushed; /* binds printed since the output was last flushed */
 	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
 	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
@@ -145,7 +146,7 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 			timeline__print_json(out, &view);
 		else
 			timeline__print(out, &view);
-		fflush(out);
+		tr->unflushed = true;
 	}
 	trace_outputs__bind(tr->outputs, t);
 	if (tr->opt.count && tr->binds_printed >= tr->opt.count)
@@ -398,6 +399,14 @@ static void print_header(struct tracer *tr, uint64_t attach_ns)
 	fflush(out);
 }
 
+static void flush_output(struct tracer *tr)
+{
+	if (tr->unflushed) {
+		fflush(trace_outputs__stream(tr->outputs));
+		tr->unflushed = false;
+	}
+}
+
 /* Between reads of the ring buffer: everything that may block or runs on a clock. */
 static void between_reads(void *ctx, uint64_t now)
 {
@@ -417,6 +426,9 @@ static void between_reads(void *ctx, uint64_t now)
 		dispatch__expire(tr->dispatch, now);
 		tr->next_tick = now + TICK_NS;
 	}
+	/* The binds closed since the last time out in one write, rather than one each (a write
+	 * per bind was 5% of the tracer's CPU in a burst): as soon, as binds close in the tick. */
+	flush_output(tr);
 	if (now >= tr->next_restart_check) {
 		targets__check_restarts(&tr->targets);
 		tr->next_restart_check = now + RESTART_CHECK_NS;
@@ -464,6 +476,7 @@ static int run(struct tracer *tr)
 	step_begin(&t);
 	dispatch__run_queued(tr->dispatch);
 	correlator__tick(tr->corr, util__monotonic_ns(), true);
+	flush_output(tr);
 	step_done("exit", "binds in flight flushed", &t);
 	return 0;
 }
