@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "evidence.h"
 #include "evidence_quota.h"
@@ -69,6 +70,17 @@ static int open_otlp(struct trace_outputs *o)
 	return 0;
 }
 
+/* A file or pipe gets a buffer that holds many binds: a bind's JSON (5-8 KiB) is larger than
+ * stdio's default (4 KiB), so each was a write(2) of its own; the trace flushes once per tick
+ * (trace.c). A terminal stays line-buffered. Before anything is written to f. */
+#define OUTPUT_BUFFER (256 * 1024)
+
+static void buffer_output(FILE *f)
+{
+	if (!isatty(fileno(f)))
+		setvbuf(f, NULL, _IOFBF, OUTPUT_BUFFER);
+}
+
 struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_t wall_offset_ns)
 {
 	struct trace_outputs *o = calloc(1, sizeof(*o));
@@ -89,6 +101,7 @@ struct trace_outputs *trace_outputs__new(const struct trace_options *opt, int64_
 			goto fail;
 		}
 	}
+	buffer_output(o->output ? o->output : stdout);
 	if (opt->evidence) {
 		o->evidence =
 		    evidence__open(opt->evidence, wall_offset_ns,
@@ -232,6 +245,8 @@ static int reopen_output(struct trace_outputs *o)
 			o->opt->output);
 	}
 	o->output = output_file__open_append(o->opt->output);
+	if (o->output)
+		buffer_output(o->output);
 	if (!o->output) {
 		err = -errno;
 		o->errors++;
