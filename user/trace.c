@@ -48,7 +48,7 @@ struct tracer {
 	struct metrics_server *metrics_server; /* --metrics */
 	int64_t wall_offset_ns;
 	uint64_t binds_printed, drops_seen;
-	bool unflushed; /* binds printed since the output was last flushed */
+	bool unflushed;		/* binds printed since the output was last flushed */
 	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
 	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
