@@ -48,7 +48,6 @@ struct tracer {
 	struct metrics_server *metrics_server; /* --metrics */
 	int64_t wall_offset_ns;
 	uint64_t binds_printed, drops_seen;
-	bool unflushed;		/* binds printed since the output was last flushed */
 	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
 	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
@@ -146,7 +145,6 @@ static void on_bind(const struct bind_timeline *t, void *ctx)
 			timeline__print_json(out, &view);
 		else
 			timeline__print(out, &view);
-		tr->unflushed = true;
 	}
 	trace_outputs__bind(tr->outputs, t);
 	if (tr->opt.count && tr->binds_printed >= tr->opt.count)
@@ -399,12 +397,10 @@ static void print_header(struct tracer *tr, uint64_t attach_ns)
 	fflush(out);
 }
 
+/* With nothing buffered, fflush writes nothing. */
 static void flush_output(struct tracer *tr)
 {
-	if (tr->unflushed) {
-		fflush(trace_outputs__stream(tr->outputs));
-		tr->unflushed = false;
-	}
+	fflush(trace_outputs__stream(tr->outputs));
 }
 
 /* Between reads of the ring buffer: everything that may block or runs on a clock. */
