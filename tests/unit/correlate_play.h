@@ -11,6 +11,12 @@
 
 #define US 1000ull
 #define B 1000000000000ull
+
+/* The options of a correlator that traces all three processes and closes a bind as soon as it
+ * is complete: the first members of a struct correlator_options initialiser. */
+#define PLAY_OPTIONS                                                                               \
+	.linger_ns = 1, .max_open_ns = 1ull << 62, .have_scheduler = true, .have_apiserver = true, \
+	.have_etcd = true
 #define POD_PATH "/api/v1/namespaces/default/pods/web-0/binding"
 #define POD_KEY "/registry/pods/default/web-0"
 #define REVISION 1234

@@ -245,11 +245,7 @@ static void play(struct correlator *c, const struct addresses *a)
 static struct correlator *full_correlator(struct result *r)
 {
 	struct correlator_options opt = {
-		.linger_ns = 1,
-		.max_open_ns = 1ull << 62,
-		.have_scheduler = true,
-		.have_apiserver = true,
-		.have_etcd = true,
+		PLAY_OPTIONS,
 	};
 
 	return r ? correlator__new(&opt, on_bind, r) : NULL;
@@ -396,11 +392,7 @@ static void check_frames(const struct frames_case *fc)
 {
 	const struct addresses *a = &runs[0];
 	struct correlator_options opt = {
-		.linger_ns = 1,
-		.max_open_ns = 1ull << 62,
-		.have_scheduler = true,
-		.have_apiserver = true,
-		.have_etcd = true,
+		PLAY_OPTIONS,
 	};
 	struct result *r = calloc(1, sizeof(*r));
 	struct correlator *c = correlator__new(&opt, on_bind, r);
@@ -474,11 +466,7 @@ static void check_create(bool generated, enum create_mode mode)
 	bool unread = mode >= CREATE_FROM_READS;
 	const struct addresses *a = &runs[0];
 	struct correlator_options opt = {
-		.linger_ns = 1,
-		.max_open_ns = 1ull << 62,
-		.have_scheduler = true,
-		.have_apiserver = true,
-		.have_etcd = true,
+		PLAY_OPTIONS,
 		/* off where the correlator must not time creates by read(2)s */
 		.create_from_reads = mode != CREATE_HEADERLESS && mode != CREATE_NO_READS_OPTION,
 	};
@@ -606,11 +594,7 @@ static void pending_counts(struct correlator *c, size_t *pending, uint64_t *evic
 static void check_pending_table(void)
 {
 	struct correlator_options opt = {
-		.linger_ns = 1,
-		.max_open_ns = 1ull << 62,
-		.have_scheduler = true,
-		.have_apiserver = true,
-		.have_etcd = true,
+		PLAY_OPTIONS,
 		.max_pending = 4,
 		.pending_max_age_ns = 1000000000ull,
 	};
@@ -666,11 +650,7 @@ static void check_node_scope(void)
 {
 	const struct addresses *a = &runs[0];
 	struct correlator_options opt = {
-		.linger_ns = 1,
-		.max_open_ns = 1ull << 62,
-		.have_scheduler = true,
-		.have_apiserver = true,
-		.have_etcd = true,
+		PLAY_OPTIONS,
 		.node = "cp-2",
 		.node_scope = true,
 	};

@@ -327,11 +327,7 @@ static void check(enum scenario sc)
 {
 	static const char *const names[] = { "normal", "leader change", "no entry", "single" };
 	struct correlator_options opt = {
-		.linger_ns = 1,
-		.max_open_ns = 1ull << 62,
-		.have_scheduler = true,
-		.have_apiserver = true,
-		.have_etcd = true,
+		PLAY_OPTIONS,
 	};
 	struct result *r = calloc(1, sizeof(*r));
 	struct correlator *c = correlator__new(&opt, on_bind, r);
@@ -567,11 +563,7 @@ out:
 static void check_gone(void)
 {
 	struct correlator_options opt = {
-		.linger_ns = 1,
-		.max_open_ns = 1ull << 62,
-		.have_scheduler = true,
-		.have_apiserver = true,
-		.have_etcd = true,
+		PLAY_OPTIONS,
 	};
 	struct result *r = calloc(1, sizeof(*r));
 	struct correlator *c = r ? correlator__new(&opt, on_bind, r) : NULL;
