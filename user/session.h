@@ -24,10 +24,7 @@
 
 #include "events.h"
 
-/* At most this long between reads: the correlator ticks every 50 ms (trace.c), so reading more
- * often only made more wakeups. At 10 ms the loop itself was 6.9 ms of CPU a second with
- * nothing to read (2.9 at 50), paid through every burst as well. */
-#define SESSION_POLL_MS 50
+#define SESSION_POLL_MS 10
 
 struct capture_bpf;
 struct bpf_link;
