@@ -267,6 +267,18 @@ static void key_of_write(struct conn_key *k, const struct data_event *e)
 
 static void slot_no_reader(struct peer_feed *pf, struct slot *s);
 
+/* A slot whose reader exited taken by a new connection on the same addresses: everything but
+ * its place in the table starts again (its queue was freed when the reader went). */
+static void slot_renew(struct slot *s)
+{
+	struct slot fresh = { .key = s->key,
+			      .state = s->state,
+			      .last_ns = s->last_ns,
+			      .live_index = s->live_index };
+
+	*s = fresh;
+}
+
 /* A reader said not to read this way does after all: its Writes were not kept, so its stream
  * starts at the next one, as one met mid-way. */
 static void slot_reader_came(struct peer_feed *pf, struct slot *s)
@@ -293,6 +305,11 @@ void peer_feed__written(struct peer_feed *pf, const struct data_event *e, bool p
 		return;
 	}
 	s->last_ns = e->hdr.ts_ns;
+	/* The same addresses on another socket of the writer: a new connection (the writer's port
+	 * used again after the reader exited: an apiserver reconnecting to a restarted etcd), whose
+	 * reader is a new process. */
+	if (s->reader_gone && s->writer_known && s->writer_conn != e->conn)
+		slot_renew(s);
 	if (s->reader_gone) {
 		pf->stats.reader_exited++;
 		pf->stats.reader_exited_bytes += e->len;

@@ -43,6 +43,21 @@ def fail(msg):
     sys.exit(1)
 
 
+def describe(b):
+    """What a failing timeline holds, to tell from the test log why a stage is missing: each
+    stage's process, connection and stream, and the Txn attempts."""
+    for s in STAGES:
+        st = b["stages"][s]
+        if "missing" in st:
+            print(f"    {s}: missing ({st['missing']})")
+        else:
+            print(f"    {s}: pid {st.get('pid')} conn {st.get('conn')} "
+                  f"{st.get('laddr')} -> {st.get('raddr')} stream {st.get('stream_id')} "
+                  f"at {st.get('mono_ns')}")
+    for a in b.get("etcd_txn_attempts") or []:
+        print(f"    txn attempt: {a}")
+
+
 def main(path, pods_file, prefix, kind, *opts):
     truth = {}
     for line in open(pods_file):
@@ -130,6 +145,7 @@ def main(path, pods_file, prefix, kind, *opts):
                 fail(f"{name}: node {b['node']!r} revision {b['revision']}, the pod is on "
                      f"{node!r} at resourceVersion {rv}")
             if missing:
+                describe(b)
                 fail(f"{name}: missing {missing}: " +
                      "; ".join(st[s]["missing"] for s in missing))
         if opt.get("drops") == "1" and missing and not (b["drops"] or b["gap"]):

@@ -467,6 +467,24 @@ int main(void)
 		CHECK(strstr(line, "0 dropped unread (0 bytes shown as gaps), 3 to readers that "
 				   "exited (18 bytes not read)") != NULL,
 		      "the exit line: %s", line);
+		/* The writer's port used again by a new connection (another socket) to the reader's
+		 * successor: a new stream, kept and read from its start, not taken for Writes to
+		 * the process that exited. */
+		w = write_ev(400, 90000, 0, "preface", 127);
+		w->conn = 4242;
+		peer_feed__written(pf, w, true);
+		free(w);
+		r = read_ev(450, 90000 + 7 + 22, 127);
+		r.hdr.pid = 30;
+		r.conn = 888;
+		memset(&g, 0, sizeof(g));
+		peer_feed__read(pf, &r, deliver, &g);
+		CHECK_INT(g.n, 1);
+		CHECK_INT(g.offset[0], 0);
+		CHECK_INT(g.first[0], 'p');
+		CHECK_INT(g.pid[0], 30);
+		peer_feed__stats(pf, &st);
+		CHECK_INT(st.reader_exited, 3);
 		peer_feed__free(pf);
 	}
 	return check_summary("peerfeed");
