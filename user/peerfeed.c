@@ -271,10 +271,9 @@ static void slot_no_reader(struct peer_feed *pf, struct slot *s);
  * its place in the table starts again (its queue was freed when the reader went). */
 static void slot_renew(struct slot *s)
 {
-	struct slot fresh = { .key = s->key,
-			      .state = s->state,
-			      .last_ns = s->last_ns,
-			      .live_index = s->live_index };
+	struct slot fresh = {
+		.key = s->key, .state = s->state, .last_ns = s->last_ns, .live_index = s->live_index
+	};
 
 	*s = fresh;
 }
