@@ -317,6 +317,25 @@ bool sockets__is_listening(const struct sockets *s, pid_t pid, uint16_t port)
 	return false;
 }
 
+bool sockets__listening_at(struct sockets *s, pid_t pid, uint16_t port, uint64_t ts_ns)
+{
+	const struct tracked *tr = tracked_of(s, pid);
+	struct listen_table *t;
+
+	if (!tr)
+		return false;
+	if (sockets__is_listening(s, pid, port))
+		return true;
+	/* Read before the moment asked about: the port may have begun listening since (a
+	 * restarted etcd: read while it was down, the table lacked its port for up to a second,
+	 * and its first connection was taken for one it had made). */
+	t = &s->tables[tr->table];
+	if (t->read_ns >= ts_ns)
+		return false;
+	read_listening(t, pid);
+	return sockets__is_listening(s, pid, port);
+}
+
 /* ---- Peers ---- */
 
 static int cmp_owner(const void *a, const void *b)

@@ -13,7 +13,7 @@
  * - a process's open socket inodes (/proc/PID/fd), and the file behind a descriptor (cached).
  *
  * Everything but sockets__is_listening() reads /proc or asks the kernel: call it from the poll
- * loop, not from the ring buffer's callback. */
+ * loop, not from the ring buffer's callback (sockets__listening_at() does so only on a miss). */
 #ifndef BINDTRACE_SOCKETS_H
 #define BINDTRACE_SOCKETS_H
 
@@ -39,6 +39,12 @@ void sockets__refresh(struct sockets *s, uint64_t now_ns);
 /* Is port a listening TCP port in tracked pid's namespace, as last read? No I/O; false for a pid
  * not tracked. */
 bool sockets__is_listening(const struct sockets *s, pid_t pid, uint16_t port);
+/* The same, as of a moment no earlier than ts_ns (CLOCK_MONOTONIC, as the events' times): when
+ * port is not in a table read before then, the table is read again, once (a port opened since:
+ * a restarted process's listener). The one lookup that may do I/O in the ring buffer's
+ * callback: only on such a miss, so at most once per batch of events newer than the last read
+ * (a connection's first event; a process's outgoing connections are the misses). */
+bool sockets__listening_at(struct sockets *s, pid_t pid, uint16_t port, uint64_t ts_ns);
 
 /* The process on this host at the other end of pid's connection local -> remote (IPv4, IPv6 or
  * v4-mapped), or 0 when it is elsewhere or gone. */

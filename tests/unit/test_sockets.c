@@ -3,15 +3,74 @@
  * the number of a snapshot file it had fsynced and closed; a name kept for (pid, fd) made every
  * later WAL fsync look like another file's, and etcd_wal_fsync went missing for every bind after
  * about 29,000 of a soak.) Once the descriptor is closed, the last name seen answers. With the
- * kernel's file id (fsync_event.file_id) the name read for an id answers for it. */
+ * kernel's file id (fsync_event.file_id) the name read for an id answers for it.
+ *
+ * Listening ports: a port that began to listen after its namespace's table was read is found by
+ * sockets__listening_at for a moment after the read (a restarted etcd's listener: its first
+ * connection had been taken for one it made), and not for a moment before it. */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "sockets.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A TCP listener on 127.0.0.1 at a port the kernel picks; its port in *port. */
+static int listen_any(uint16_t *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+static void check_listening_at(struct sockets *s)
+{
+	uint64_t before;
+	uint16_t port = 0;
+	int fd;
+
+	before = mono_ns();
+	sockets__track(s, getpid());
+	fd = listen_any(&port);
+	CHECK(fd >= 0, "a listener on 127.0.0.1");
+	if (fd < 0)
+		return;
+	/* The table was read at sockets__track, before the listener. */
+	CHECK(!sockets__is_listening(s, getpid(), port), "port %u not in the table read before",
+	      port);
+	CHECK(!sockets__listening_at(s, getpid(), port, before),
+	      "asked as of before the read: the table stands");
+	CHECK(sockets__listening_at(s, getpid(), port, mono_ns()),
+	      "asked as of now: read again, port %u listens", port);
+	CHECK(sockets__is_listening(s, getpid(), port), "and the table now has it");
+	close(fd);
+	sockets__untrack(s, getpid());
+	CHECK(!sockets__listening_at(s, getpid(), port, mono_ns()), "a pid not tracked: false");
+}
 
 /* Open a fresh file named like the template and return its descriptor; its path in *path. */
 static int open_temp(char *path, size_t size, const char *name)
@@ -82,6 +141,8 @@ int main(void)
 	got = sockets__fd_path(s, getpid(), fb, 0);
 	CHECK_STR(got, d);
 	close(fb);
+
+	check_listening_at(s);
 
 	unlink(a);
 	unlink(b);
