@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "peerfeed.h"
+#include "util.h"
 
 #define SLOTS 4096		 /* connection directions at once; a power of two */
 #define TLS13_RECORD_OVERHEAD 22 /* header 5, inner content type 1, AEAD tag 16 */
@@ -546,23 +547,61 @@ void peer_feed__stats(const struct peer_feed *pf, struct peer_feed_stats *out)
 	*out = pf->stats;
 }
 
+/* One connection with Writes still queued (--verbose at exit): whose, how many, and how far its
+ * reader's read(2)s got against what the first one needs. */
+static void print_waiting(const struct slot *s, uint64_t n, FILE *out)
+{
+	struct endpoint src, dst;
+
+	endpoint__set(&src, s->key.family, s->key.src, s->key.src_port);
+	endpoint__set(&dst, s->key.family, s->key.dst, s->key.dst_port);
+	fprintf(out,
+		"bindtrace:   %s -> %s: %llu Writes (%llu bytes) waiting; the first needs the "
+		"read(2) to reach %u, ",
+		endpoint__str(&src).s, endpoint__str(&dst).s, (unsigned long long)n,
+		(unsigned long long)s->queued_bytes, s->head->needed_end);
+	if (s->read_known)
+		fprintf(out, "the reader (pid %u) reached %u\n", s->reader_pid, s->read_seq);
+	else
+		fprintf(out, "no read(2) of it seen%s\n", s->no_reader ? " (no reader)" : "");
+}
+
 void peer_feed__print(const struct peer_feed *pf, FILE *out)
 {
 	const struct peer_feed_stats *x = &pf->stats;
+	uint64_t waiting = 0, waiting_bytes = 0;
+	uint32_t i, conns = 0;
 
 	peer_feed__compare_print(pf, out);
 	if (!x->reads)
 		return;
+	for (i = 0; i < pf->n_live; i++) {
+		const struct slot *s = &pf->slots[pf->live[i]];
+		const struct pending *p;
+		uint64_t n = 0;
+
+		for (p = s->head; p; p = p->next)
+			n++;
+		if (!n)
+			continue;
+		waiting += n;
+		waiting_bytes += s->queued_bytes;
+		if (verbose && conns < 8)
+			print_waiting(s, n, out);
+		conns++;
+	}
 	fprintf(
 	    out,
 	    "bindtrace: reads from the writers: %llu read(2)s, %llu Writes delivered, %llu "
 	    "dropped unread (%llu bytes shown as gaps), %llu to readers that exited (%llu bytes "
 	    "not read), %llu read by a read(2) whose record was lost (timed by their Write), %llu "
-	    "not kept for clients that do not read this way (%llu bytes)%s\n",
+	    "not kept for clients that do not read this way (%llu bytes), %llu still waiting for "
+	    "their reader at exit (%llu bytes on %u connections)%s\n",
 	    (unsigned long long)x->reads, (unsigned long long)x->delivered,
 	    (unsigned long long)(x->expired + x->overflow), (unsigned long long)x->dropped_bytes,
 	    (unsigned long long)x->reader_exited, (unsigned long long)x->reader_exited_bytes,
 	    (unsigned long long)x->retimed, (unsigned long long)x->no_reader,
-	    (unsigned long long)x->no_reader_bytes,
+	    (unsigned long long)x->no_reader_bytes, (unsigned long long)waiting,
+	    (unsigned long long)waiting_bytes, conns,
 	    x->table_full ? "; connection table full: some reads not followed" : "");
 }
