@@ -60,9 +60,12 @@ static void jw_raw(struct jw *w, const char *s, size_t n)
 	w->n += n;
 }
 
+/* Stored, not copied: a call of memcpy for each quote and comma was a third of the writer's
+ * time. */
 static void jw_char(struct jw *w, char c)
 {
-	jw_raw(w, &c, 1);
+	if (jw_room(w, 1))
+		w->buf[w->n++] = c;
 }
 
 /* The comma before a member, and its key (the schema's own names: nothing to escape). */

@@ -537,12 +537,22 @@ static bool parse_pod_path(const char *path, const char *sub, char *ns, size_t n
 	       (end[1 + strlen(sub)] == '\0' || end[1 + strlen(sub)] == '?');
 }
 
+/* "/registry/pods/NS/NAME" (the namespace cut at 64 bytes), cut to len - 1: without snprintf,
+ * as it is made for every pod message. */
 static void pod_key(char *out, size_t len, const char *ns, const char *name)
 {
-	int n = snprintf(out, len, "/registry/pods/%.64s/", ns);
+	static const char prefix[] = "/registry/pods/";
+	size_t n = sizeof(prefix) - 1, k = strnlen(ns, 64);
 
-	if (n > 0 && (size_t)n < len)
-		util__copy(out + n, len - (size_t)n, name);
+	if (len < n + k + 2) {
+		util__copy(out, len, "");
+		return;
+	}
+	memcpy(out, prefix, n);
+	memcpy(out + n, ns, k);
+	n += k;
+	out[n++] = '/';
+	util__copy(out + n, len - n, name);
 }
 
 static void set_stage(struct stage *st, const struct actor *who, uint64_t mono, uint64_t first,

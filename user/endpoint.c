@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include "endpoint.h"
+#include "util.h"
 
 static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -29,6 +30,20 @@ char *endpoint__format(const struct endpoint *e, char *buf, size_t len)
 	buf[0] = '\0';
 	if (e->family != AF_INET && e->family != AF_INET6)
 		return buf;
+	/* IPv4 by hand: every stage of every bind's JSON has two endpoints, and inet_ntop and
+	 * snprintf format through stdio. */
+	if (e->family == AF_INET && len >= sizeof("255.255.255.255:65535")) {
+		size_t n = 0;
+		int i;
+
+		for (i = 0; i < 4; i++) {
+			n += util__fmt_ll(buf + n, e->addr[i]);
+			buf[n++] = i < 3 ? '.' : ':';
+		}
+		n += util__fmt_ll(buf + n, e->port);
+		buf[n] = '\0';
+		return buf;
+	}
 	if (!inet_ntop(e->family, e->addr, ip, sizeof(ip)))
 		return buf;
 	snprintf(buf, len, e->family == AF_INET ? "%s:%u" : "[%s]:%u", ip, e->port);

@@ -30,6 +30,8 @@ static void test_format_parse(void)
 		{ AF_INET, "127.0.0.1", 6443, "127.0.0.1:6443" },
 		{ AF_INET, "10.96.0.1", 443, "10.96.0.1:443" },
 		{ AF_INET, "0.0.0.0", 0, "0.0.0.0:0" },
+		{ AF_INET, "255.255.255.255", 65535, "255.255.255.255:65535" },
+		{ AF_INET, "192.168.100.9", 80, "192.168.100.9:80" },
 		{ AF_INET6, "::1", 6443, "[::1]:6443" },
 		{ AF_INET6, "fd00:10:96::1", 2379, "[fd00:10:96::1]:2379" },
 		{ AF_INET6, "::ffff:127.0.0.1", 2379, "[::ffff:127.0.0.1]:2379" },
@@ -77,6 +79,8 @@ static void test_unknown_and_bad(void)
 	/* A short buffer is cut, terminated. */
 	e = from_kernel(AF_INET6, "2001:db8::1", 443);
 	CHECK_STR(endpoint__format(&e, buf, 6), "[2001");
+	e = from_kernel(AF_INET, "255.255.255.255", 65535);
+	CHECK_STR(endpoint__format(&e, buf, 6), "255.2");
 }
 
 static void test_equal(void)
