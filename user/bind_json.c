@@ -132,7 +132,14 @@ static void jw_str(struct jw *w, const char *key, const char *s)
 	while (*p) {
 		const char *esc = NULL;
 		char u[8];
-		size_t len = utf8_len(p);
+		size_t len;
+
+		/* Printable ASCII, the whole of almost every string: no UTF-8 check. */
+		if (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
+			p++;
+			continue;
+		}
+		len = utf8_len(p);
 
 		if (len > 1) {
 			p += len;
