@@ -247,7 +247,7 @@ static struct dispatch_conn *conn_of(struct dispatch *d, const struct target *t,
 	util__copy(who.comm, sizeof(who.comm), t->proc.comm);
 	endpoint__set(&who.local, e->family, e->laddr, e->lport);
 	endpoint__set(&who.remote, e->family, e->raddr, e->rport);
-	accepted = sockets__listening_at(d->deps.sockets, t->proc.pid, e->lport, e->hdr.ts_ns);
+	accepted = sockets__listening_at(d->deps.sockets, t->proc.pid, &who.local, e->hdr.ts_ns);
 	cc = dispatch__conn(d, &who, accepted ? CONN_DIR_IN : CONN_DIR_OUT, &made);
 	if (!cc || !made)
 		return cc;

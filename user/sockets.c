@@ -22,12 +22,13 @@
 #define TCP_ESTABLISHED 1
 #define TCP_LISTEN 10
 
-/* The listening ports of one network namespace. */
+/* The listening sockets of one network namespace: address and port (a wildcard address for one
+ * that listens on all). */
 struct listen_table {
 	uint64_t netns; /* inode of /proc/PID/ns/net; 0: slot unused */
 	bool ours;	/* our own namespace: sock_diag answers for it */
 	uint64_t read_ns;
-	uint16_t ports[MAX_PORTS];
+	struct endpoint at[MAX_PORTS];
 	int n;
 };
 
@@ -212,10 +213,18 @@ static void add_port(const struct sockdiag_socket *sock, void *ctx)
 	int i;
 
 	for (i = 0; i < t->n; i++)
-		if (t->ports[i] == sock->local.port)
+		if (endpoint__equal(&t->at[i], &sock->local))
 			return;
 	if (t->n < MAX_PORTS)
-		t->ports[t->n++] = sock->local.port;
+		t->at[t->n++] = sock->local;
+}
+
+/* 0.0.0.0 or ::: a socket listening there listens on every address. */
+static bool wildcard(const struct endpoint *e)
+{
+	static const uint8_t zero[16];
+
+	return memcmp(e->addr, zero, e->family == AF_INET ? 4 : 16) == 0;
 }
 
 static void read_listening(struct listen_table *t, pid_t pid)
@@ -302,7 +311,7 @@ void sockets__refresh(struct sockets *s, uint64_t now_ns)
 	}
 }
 
-bool sockets__is_listening(const struct sockets *s, pid_t pid, uint16_t port)
+bool sockets__is_listening(const struct sockets *s, pid_t pid, const struct endpoint *local)
 {
 	const struct tracked *tr = tracked_of(s, pid);
 	const struct listen_table *t;
@@ -312,19 +321,21 @@ bool sockets__is_listening(const struct sockets *s, pid_t pid, uint16_t port)
 		return false;
 	t = &s->tables[tr->table];
 	for (i = 0; i < t->n; i++)
-		if (t->ports[i] == port)
+		if (t->at[i].port == local->port &&
+		    (wildcard(&t->at[i]) || endpoint__equal(&t->at[i], local)))
 			return true;
 	return false;
 }
 
-bool sockets__listening_at(struct sockets *s, pid_t pid, uint16_t port, uint64_t ts_ns)
+bool sockets__listening_at(struct sockets *s, pid_t pid, const struct endpoint *local,
+			   uint64_t ts_ns)
 {
 	const struct tracked *tr = tracked_of(s, pid);
 	struct listen_table *t;
 
 	if (!tr)
 		return false;
-	if (sockets__is_listening(s, pid, port))
+	if (sockets__is_listening(s, pid, local))
 		return true;
 	/* Read before the moment asked about: the port may have begun listening since (a
 	 * restarted etcd: read while it was down, the table lacked its port for up to a second,
@@ -333,7 +344,7 @@ bool sockets__listening_at(struct sockets *s, pid_t pid, uint16_t port, uint64_t
 	if (t->read_ns >= ts_ns)
 		return false;
 	read_listening(t, pid);
-	return sockets__is_listening(s, pid, port);
+	return sockets__is_listening(s, pid, local);
 }
 
 /* ---- Peers ---- */
@@ -453,7 +464,7 @@ static void take_accepted(const struct sockdiag_socket *sock, void *ctx)
 	uint64_t inode = sock->inode;
 
 	if (bsearch(&inode, a->own, a->n_own, sizeof(inode), cmp_u64) &&
-	    sockets__is_listening(a->s, a->pid, sock->local.port))
+	    sockets__is_listening(a->s, a->pid, &sock->local))
 		a->fn(a->ctx, inode, &sock->local, &sock->remote);
 }
 

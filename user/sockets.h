@@ -1,8 +1,8 @@
 /* What the kernel says about the traced processes' sockets and descriptors, each source read in
  * one place and kept for as long as it stays true enough:
  *
- * - the listening TCP ports of each traced process's network namespace (an accepted connection's
- *   client is its remote end): asked of sock_diag in our namespace, read from /proc/PID/net/tcp
+ * - the listening TCP sockets (address and port) of each traced process's network namespace (an
+ *   accepted connection's client is its remote end): asked of sock_diag in our namespace, read from /proc/PID/net/tcp
  *   and tcp6 in another; read when a process is tracked, then again by sockets__refresh() once a
  *   second. sockets__is_listening() only looks at what was read: it does no I/O and is safe in the
  *   ring buffer's callback.
@@ -36,15 +36,18 @@ void sockets__track(struct sockets *s, pid_t pid);
 void sockets__untrack(struct sockets *s, pid_t pid);
 /* Re-reads the listening ports of every namespace last read over a second ago. */
 void sockets__refresh(struct sockets *s, uint64_t now_ns);
-/* Is port a listening TCP port in tracked pid's namespace, as last read? No I/O; false for a pid
- * not tracked. */
-bool sockets__is_listening(const struct sockets *s, pid_t pid, uint16_t port);
+/* Does a TCP socket listen at local (its port, on its address or on all) in tracked pid's
+ * namespace, as last read? The address counts: a connection made from an ephemeral port that
+ * another address listens on (a local server on a random port) is no accepted one. No I/O;
+ * false for a pid not tracked. */
+bool sockets__is_listening(const struct sockets *s, pid_t pid, const struct endpoint *local);
 /* The same, as of a moment no earlier than ts_ns (CLOCK_MONOTONIC, as the events' times): when
- * port is not in a table read before then, the table is read again, once (a port opened since:
+ * local is not in a table read before then, the table is read again, once (a port opened since:
  * a restarted process's listener). The one lookup that may do I/O in the ring buffer's
  * callback: only on such a miss, so at most once per batch of events newer than the last read
  * (a connection's first event; a process's outgoing connections are the misses). */
-bool sockets__listening_at(struct sockets *s, pid_t pid, uint16_t port, uint64_t ts_ns);
+bool sockets__listening_at(struct sockets *s, pid_t pid, const struct endpoint *local,
+			   uint64_t ts_ns);
 
 /* The process on this host at the other end of pid's connection local -> remote (IPv4, IPv6 or
  * v4-mapped), or 0 when it is elsewhere or gone. */

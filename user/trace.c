@@ -309,7 +309,7 @@ static void connection_off_node(void *ctx, const struct endpoint *local,
 	int i;
 
 	/* Only what it connected to: the clients it accepted are theirs to trace. */
-	if (listening || sockets__is_listening(a->tr->sockets, a->t->proc.pid, local->port))
+	if (listening || sockets__is_listening(a->tr->sockets, a->t->proc.pid, local))
 		return;
 	if (opt->n_node_addrs && endpoint__in(remote, opt->node_addrs, opt->n_node_addrs))
 		return;

@@ -7,7 +7,8 @@
  *
  * Listening ports: a port that began to listen after its namespace's table was read is found by
  * sockets__listening_at for a moment after the read (a restarted etcd's listener: its first
- * connection had been taken for one it made), and not for a moment before it. */
+ * connection had been taken for one it made), and not for a moment before it; the address
+ * counts, unless the listener's is the wildcard. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -29,11 +30,10 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A TCP listener on 127.0.0.1 at a port the kernel picks; its port in *port. */
-static int listen_any(uint16_t *port)
+/* A TCP listener on addr (host order) at a port the kernel picks; its port in *port. */
+static int listen_any(uint32_t addr, uint16_t *port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(addr) };
 	socklen_t len = sizeof(sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -47,29 +47,53 @@ static int listen_any(uint16_t *port)
 	return fd;
 }
 
+static struct endpoint v4(uint32_t addr, uint16_t port)
+{
+	struct endpoint e;
+	uint8_t a[16] = { (uint8_t)(addr >> 24), (uint8_t)(addr >> 16), (uint8_t)(addr >> 8),
+			  (uint8_t)addr };
+
+	endpoint__set(&e, AF_INET, a, port);
+	return e;
+}
+
 static void check_listening_at(struct sockets *s)
 {
+	struct endpoint at, other;
 	uint64_t before;
-	uint16_t port = 0;
-	int fd;
+	uint16_t port = 0, any_port = 0;
+	int fd, any;
 
 	before = mono_ns();
 	sockets__track(s, getpid());
-	fd = listen_any(&port);
+	fd = listen_any(INADDR_LOOPBACK, &port);
 	CHECK(fd >= 0, "a listener on 127.0.0.1");
 	if (fd < 0)
 		return;
+	at = v4(INADDR_LOOPBACK, port);
 	/* The table was read at sockets__track, before the listener. */
-	CHECK(!sockets__is_listening(s, getpid(), port), "port %u not in the table read before",
+	CHECK(!sockets__is_listening(s, getpid(), &at), "port %u not in the table read before",
 	      port);
-	CHECK(!sockets__listening_at(s, getpid(), port, before),
+	CHECK(!sockets__listening_at(s, getpid(), &at, before),
 	      "asked as of before the read: the table stands");
-	CHECK(sockets__listening_at(s, getpid(), port, mono_ns()),
+	CHECK(sockets__listening_at(s, getpid(), &at, mono_ns()),
 	      "asked as of now: read again, port %u listens", port);
-	CHECK(sockets__is_listening(s, getpid(), port), "and the table now has it");
+	CHECK(sockets__is_listening(s, getpid(), &at), "and the table now has it");
+	/* The same port on another address: a connection made from it is not an accepted one. */
+	other = v4(INADDR_LOOPBACK + 1, port);
+	CHECK(!sockets__listening_at(s, getpid(), &other, mono_ns()),
+	      "127.0.0.2:%u: nothing listens there", port);
+	/* A listener on every address answers for any. */
+	any = listen_any(INADDR_ANY, &any_port);
+	CHECK(any >= 0, "a listener on 0.0.0.0");
+	other = v4(INADDR_LOOPBACK + 4, any_port);
+	CHECK(sockets__listening_at(s, getpid(), &other, mono_ns()),
+	      "127.0.0.5:%u: the wildcard listener", any_port);
+	if (any >= 0)
+		close(any);
 	close(fd);
 	sockets__untrack(s, getpid());
-	CHECK(!sockets__listening_at(s, getpid(), port, mono_ns()), "a pid not tracked: false");
+	CHECK(!sockets__listening_at(s, getpid(), &at, mono_ns()), "a pid not tracked: false");
 }
 
 /* Open a fresh file named like the template and return its descriptor; its path in *path. */
