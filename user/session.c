@@ -22,6 +22,7 @@ struct session {
 	struct bpf_link **tracepoints;
 	size_t n_tracepoints;
 	uint64_t events;
+	bool poll_fast;
 };
 
 /* Set by SIGINT/SIGTERM and session__stop, and by SIGHUP: one session runs per process. */
@@ -257,7 +258,8 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 	while (!stopping) {
 		uint64_t now;
 
-		err = ring_buffer__poll(s->ring, SESSION_POLL_MS);
+		err = ring_buffer__poll(s->ring,
+					s->poll_fast ? SESSION_POLL_FAST_MS : SESSION_POLL_MS);
 		if (err >= 0)
 			err = ring_buffer__consume(s->ring); /* what came without a wakeup */
 		if (err < 0 && err != -EINTR) {
@@ -282,6 +284,11 @@ void session__stop(struct session *s)
 {
 	(void)s;
 	stopping = 1;
+}
+
+void session__poll_fast(struct session *s, bool fast)
+{
+	s->poll_fast = fast;
 }
 
 void session__catch_signals(void)

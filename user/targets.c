@@ -824,6 +824,24 @@ void targets__check_restarts(struct targets *ts)
 	}
 }
 
+bool targets__awaiting(const struct targets *ts)
+{
+	int i;
+
+	for (i = 0; i < ts->n; i++) {
+		const struct target *t = &ts->t[i];
+		struct pollfd one = { .fd = ts->pidfd[i], .events = POLLIN };
+
+		if (t->role == ROLE_WATCHER)
+			continue;
+		if (!t->attached)
+			return true;
+		if (one.fd >= 0 && poll(&one, 1, 0) == 1 && (one.revents & POLLIN))
+			return true;
+	}
+	return false;
+}
+
 /* Whether p runs the program of a role whose process exited and is awaited back: a restarted
  * kube-scheduler connects to the apiserver before the once-a-second restart check sees it, and
  * taken as a watcher first it was, in test-faults b under load, never taken for its role. */

@@ -134,6 +134,9 @@ int targets__attach_watcher(struct targets *ts, pid_t pid);
  * an attached target's /proc entries are read when its pidfd says it exited, or once a second
  * (a pid that ran another binary), else it costs one poll(2) for all. */
 void targets__check_restarts(struct targets *ts);
+/* Whether a traced role's process exited and is not replaced yet (or has exited, as its pidfd
+ * says, before the check noticed). */
+bool targets__awaiting(const struct targets *ts);
 /* At exit: everything detached and closed, with the session's tracepoints (session__close_links:
  * the kernel's grace periods are a child process's wait, not the caller's); waits for the
  * reaper. */

@@ -428,6 +428,10 @@ static void between_reads(void *ctx, uint64_t now)
 	if (now >= tr->next_restart_check) {
 		targets__check_restarts(&tr->targets);
 		tr->next_restart_check = now + RESTART_CHECK_NS;
+		/* A role awaited back: read as often as before the 50 ms poll, so that its
+		 * successor is found and attached as soon (test-faults b: the restarted
+		 * scheduler's first reads). */
+		session__poll_fast(tr->session, targets__awaiting(&tr->targets));
 	}
 	if (now >= tr->next_metrics) {
 		publish_metrics(tr);
