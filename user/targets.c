@@ -824,51 +824,46 @@ void targets__check_restarts(struct targets *ts)
 	}
 }
 
-bool targets__awaiting(const struct targets *ts)
-{
-	int i;
-
-	for (i = 0; i < ts->n; i++) {
-		const struct target *t = &ts->t[i];
-		struct pollfd one = { .fd = ts->pidfd[i], .events = POLLIN };
-
-		if (t->role == ROLE_WATCHER)
-			continue;
-		if (!t->attached)
-			return true;
-		if (one.fd >= 0 && poll(&one, 1, 0) == 1 && (one.revents & POLLIN))
-			return true;
-	}
-	return false;
-}
-
 /* Whether p runs the program of a role whose process exited and is awaited back: a restarted
  * kube-scheduler connects to the apiserver before the once-a-second restart check sees it, and
  * taken as a watcher first it was, in test-faults b under load, never taken for its role. */
+/* Target i is a role (no watcher) whose process exited and is awaited back: detached, or
+ * exited as its pidfd says while the restart check has not run yet (the new process can connect
+ * first: test-faults b and c, taken as a watcher, its connections were marked as read by its own
+ * probes, and as the scheduler it then read nothing). */
+static bool role_awaited(const struct targets *ts, int i)
+{
+	const struct target *t = &ts->t[i];
+	struct pollfd one = { .fd = ts->pidfd[i], .events = POLLIN };
+
+	if (t->role == ROLE_WATCHER)
+		return false;
+	if (!t->attached)
+		return true;
+	return one.fd >= 0 && poll(&one, 1, 0) == 1 && (one.revents & POLLIN);
+}
+
 static bool awaited_restart(const struct targets *ts, const struct process_info *p)
 {
 	const char *base = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
 	int i;
 
 	for (i = 0; i < ts->n; i++) {
-		const struct target *t = &ts->t[i];
-		const char *name = process_role__name(t->role);
+		const char *name = process_role__name(ts->t[i].role);
 
-		if (t->role == ROLE_WATCHER || strncmp(base, name, strlen(name)) != 0)
-			continue;
-		if (!t->attached)
+		if (strncmp(base, name, strlen(name)) == 0 && role_awaited(ts, i))
 			return true;
-		/* Exited, says its pidfd, but the restart check has not run yet: the new process
-		 * can connect first (test-faults b and c: taken as a watcher, its connections
-		 * were marked as read by its own probes, and as the scheduler it then read
-		 * nothing). */
-		if (ts->pidfd[i] >= 0) {
-			struct pollfd one = { .fd = ts->pidfd[i], .events = POLLIN };
-
-			if (poll(&one, 1, 0) == 1 && (one.revents & POLLIN))
-				return true;
-		}
 	}
+	return false;
+}
+
+bool targets__awaiting(const struct targets *ts)
+{
+	int i;
+
+	for (i = 0; i < ts->n; i++)
+		if (role_awaited(ts, i))
+			return true;
 	return false;
 }
 
