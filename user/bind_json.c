@@ -139,14 +139,10 @@ static void jw_str(struct jw *w, const char *key, const char *s)
 			p++;
 			continue;
 		}
+		/* Else a multibyte sequence kept as it is, or a byte to escape. */
 		len = utf8_len(p);
-
 		if (len > 1) {
 			p += len;
-			continue;
-		}
-		if (len == 1 && *p >= 0x20 && *p != '"' && *p != '\\') {
-			p++;
 			continue;
 		}
 		jw_raw(w, (const char *)run, (size_t)(p - run));
