@@ -311,20 +311,23 @@ void sockets__refresh(struct sockets *s, uint64_t now_ns)
 	}
 }
 
+/* A listener of t at local: on its address, or on all (then the port alone decides). */
+static bool in_table(const struct listen_table *t, const struct endpoint *local)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (wildcard(&t->at[i]) ? t->at[i].port == local->port
+					: endpoint__equal(&t->at[i], local))
+			return true;
+	return false;
+}
+
 bool sockets__is_listening(const struct sockets *s, pid_t pid, const struct endpoint *local)
 {
 	const struct tracked *tr = tracked_of(s, pid);
-	const struct listen_table *t;
-	int i;
 
-	if (!tr)
-		return false;
-	t = &s->tables[tr->table];
-	for (i = 0; i < t->n; i++)
-		if (t->at[i].port == local->port &&
-		    (wildcard(&t->at[i]) || endpoint__equal(&t->at[i], local)))
-			return true;
-	return false;
+	return tr && in_table(&s->tables[tr->table], local);
 }
 
 bool sockets__listening_at(struct sockets *s, pid_t pid, const struct endpoint *local,
@@ -335,16 +338,16 @@ bool sockets__listening_at(struct sockets *s, pid_t pid, const struct endpoint *
 
 	if (!tr)
 		return false;
-	if (sockets__is_listening(s, pid, local))
+	t = &s->tables[tr->table];
+	if (in_table(t, local))
 		return true;
 	/* Read before the moment asked about: the port may have begun listening since (a
 	 * restarted etcd: read while it was down, the table lacked its port for up to a second,
 	 * and its first connection was taken for one it had made). */
-	t = &s->tables[tr->table];
 	if (t->read_ns >= ts_ns)
 		return false;
 	read_listening(t, pid);
-	return sockets__is_listening(s, pid, local);
+	return in_table(t, local);
 }
 
 /* ---- Peers ---- */
