@@ -2,10 +2,11 @@
  * one place and kept for as long as it stays true enough:
  *
  * - the listening TCP sockets (address and port) of each traced process's network namespace (an
- *   accepted connection's client is its remote end): asked of sock_diag in our namespace, read from /proc/PID/net/tcp
- *   and tcp6 in another; read when a process is tracked, then again by sockets__refresh() once a
- *   second. sockets__is_listening() only looks at what was read: it does no I/O and is safe in the
- *   ring buffer's callback.
+ *   accepted connection's client is its remote end): asked of sock_diag in our namespace, read
+ *   from /proc/PID/net/tcp and tcp6 in another; read when a process is tracked, then again by
+ *   sockets__refresh() once a second, and by sockets__listening_at() on a miss.
+ *   sockets__is_listening() only looks at what was read: it does no I/O and is safe in the ring
+ *   buffer's callback.
  * - the process at the other end of a local connection (sockets__peer): the socket whose ends are
  *   ours swapped (sock_diag, or /proc/PID/net/tcp*), then its owner in an index of every process's
  *   socket descriptors, built by one scan of /proc/PID/fd and reused for the lookups of the next
