@@ -4,11 +4,13 @@
  * correlator, outputs), and between reads of the ring buffer does what may block: the queued
  * work, the sockets' refresh, the correlator's clock, restarts and closed connections. Finished
  * binds come back through on_bind to stdout (or --output) and the file outputs. */
+#include <dirent.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bind_metrics.h"
 #include "commands.h"
@@ -548,6 +550,38 @@ static void tracer__free(struct tracer *tr)
 	free(tr);
 }
 
+/* --nice N: every thread of the tracer (the metrics and OTLP threads are running by now) at
+ * nice N; threads made later inherit it. Without --nice the tracer keeps the priority it was
+ * started with. A failure (a negative N without CAP_SYS_NICE) is said and changes nothing else. */
+static void set_nice(const struct trace_options *opt)
+{
+	struct dirent *d;
+	DIR *dir;
+	int was, failed = 0;
+
+	if (!opt->nice_given)
+		return;
+	errno = 0;
+	was = getpriority(PRIO_PROCESS, 0);
+	if (was == -1 && errno)
+		was = 0;
+	dir = opendir("/proc/self/task");
+	if (!dir) {
+		fprintf(stderr, "bindtrace: --nice: /proc/self/task: %s\n", strerror(errno));
+		return;
+	}
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.' &&
+		    setpriority(PRIO_PROCESS, (id_t)strtoul(d->d_name, NULL, 10), opt->nice))
+			failed = errno;
+	closedir(dir);
+	if (failed)
+		fprintf(stderr, "bindtrace: --nice %d: %s\n", opt->nice, strerror(failed));
+	else if (verbose)
+		fprintf(stderr, "bindtrace: start: running at nice %d (was %d; --nice)\n",
+			opt->nice, was);
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	struct targets_listener on = { on_attached, on_detached, on_taken_over, NULL };
@@ -592,6 +626,7 @@ int cmd_trace(int argc, char **argv)
 	if (targets__attach_all(&tr->targets, tr->session))
 		goto cleanup;
 	step_done("start", "targets attached", &step);
+	set_nice(&tr->opt);
 	if (start(tr))
 		goto cleanup;
 	step_done("start", "correlator made and the apiserver's connections read", &step);

@@ -1,6 +1,8 @@
 /* The bind tracer's command line: see trace_cli.h. */
 #include <argp.h>
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -30,6 +32,7 @@ enum {
 	OPT_PROBE_READS,
 	OPT_NODE,
 	OPT_NODE_ADDRESS,
+	OPT_NICE,
 };
 
 static const struct argp_option trace_argp_options[] = {
@@ -91,6 +94,12 @@ static const struct argp_option trace_argp_options[] = {
 	  "Ring buffer size, a power of two >= 4096 (default 4194304)", 4 },
 	{ "linger", OPT_LINGER, "MS", 0,
 	  "Wait this long after a bind's response for its watch events (default 500)", 4 },
+	{ "nice", OPT_NICE, "N", 0,
+	  "Once attached, run at nice N (-20..19; default: as started). 10 or 19 lets a busy "
+	  "node's control plane have the CPU first: the probes run in the traced processes and "
+	  "take their timestamps there, so a tracer that runs later times nothing later, and one "
+	  "that falls behind drops events, counted and shown",
+	  4 },
 	{ "probe-reads", OPT_PROBE_READS, NULL, 0,
 	  "Probe the apiserver's TLS Reads even when its scheduler and etcd are traced (binds "
 	  "from schedulers that are not traced, on other nodes; a create's request read as "
@@ -319,6 +328,18 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 	case OPT_PROBE_READS:
 		opt->probe_reads = true;
 		break;
+	case OPT_NICE: {
+		char *end;
+		long n;
+
+		errno = 0;
+		n = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || n < -20 || n > 19)
+			argp_error(state, "invalid --nice '%s' (-20..19)", arg);
+		opt->nice = (int)n;
+		opt->nice_given = true;
+		break;
+	}
 	case OPT_LINGER:
 		if (util__parse_ulong(arg, 0, 600000, &opt->linger_ms))
 			argp_error(state, "invalid --linger '%s' (milliseconds)", arg);
