@@ -99,14 +99,10 @@ struct {
 	__type(value, struct pending_read);
 } tls_reads SEC(".maps");
 
-/* A target thread's socket syscall between its entry and exit tracepoints, in the thread's own
- * task storage (created once per thread; pr.fd < 0: none pending). A hash keyed by tid cost an
- * update at every entry and a lookup and a delete at every exit, 1.7 us a read(2) in all on the
- * test bed's cold caches; this storage costs 0.6 us (in-program timings, 100-pod burst). */
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
 	__type(value, struct pending_read);
 } sys_calls SEC(".maps");
 
@@ -773,7 +769,8 @@ static __always_inline void emit_sock_read(struct conn_state *st, __u64 ino, int
 static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct pending_read pr = { .buf = buf, .fd = (__s32)fd }, *pending;
+	__u32 tid = (__u32)id;
+	struct pending_read pr = { .buf = buf, .fd = (__s32)fd };
 	struct conn_state *st;
 	bool target = is_target(id >> 32);
 
@@ -794,14 +791,14 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
 		return 0;
 	/* Its TLS Reads are not probed: every socket read is timed by its sequence numbers (all
 	 * of such a process's TCP is taken as TLS, as on a control plane). */
-	if (!is_write && reads_via_syscall(id >> 32))
+	if (!is_write && reads_via_syscall(id >> 32)) {
 		pr.cap = 1; /* marks a timed read */
-	else if (!capture_syscalls || (st->flags & CONN_TLS))
+		bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
 		return 0;
-	pending = bpf_task_storage_get(&sys_calls, bpf_get_current_task_btf(), 0,
-				       BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (pending)
-		*pending = pr;
+	}
+	if (!capture_syscalls || (st->flags & CONN_TLS))
+		return 0;
+	bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
 	return 0;
 }
 
@@ -819,22 +816,22 @@ static __always_inline bool looks_like_tls(__u64 buf)
 static __always_inline int sys_exit(__s64 ret, __u8 dir)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
 	struct conn_key ck = { .tgid = id >> 32 };
 	struct pending_read *pr;
 	struct conn_state *st;
 
 	if (count_probe_hits)
 		count_hit(is_target(id >> 32) ? id >> 32 : 0, PROBE_SYS_EXIT);
-	/* A thread with no storage (every process but the targets) costs one load here. */
-	pr = bpf_task_storage_get(&sys_calls, bpf_get_current_task_btf(), 0, 0);
-	if (!pr || pr->fd < 0)
+	pr = bpf_map_lookup_elem(&sys_calls, &tid);
+	if (!pr)
 		return 0;
 	ck.ino = pr->ino;
 	st = bpf_map_lookup_elem(&conns, &ck);
 	if (pr->cap == 1 && dir == DIR_IN) {
 		if (st && ret > 0 && st->sk)
 			emit_sock_read(st, pr->ino, pr->fd, ret);
-		pr->fd = -1;
+		bpf_map_delete_elem(&sys_calls, &tid);
 		return 0;
 	}
 	/* The TLS probes may have claimed the socket during the call (a handshake read). A socket
@@ -848,7 +845,7 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 			emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret,
 			     PROBE_SYS_EXIT);
 	}
-	pr->fd = -1;
+	bpf_map_delete_elem(&sys_calls, &tid);
 	return 0;
 }
 
