@@ -330,20 +330,95 @@ static void find_bind_call(struct target *t)
 	}
 }
 
+/* One uprobe_multi link of go_call at those of sites[0..n) that t's binary has; whether it was
+ * made (with --verbose, why not). */
+static bool call_sites__attach_multi(struct targets *ts, struct target *t, const char *path,
+				     const struct call_site *const *sites, size_t n)
+{
+	uint64_t offsets[3], cookies[3];
+	size_t k = 0, i;
+	char why[256];
+	int fd;
+
+	for (i = 0; i < n && k < 3; i++) {
+		if (!sites[i]->func)
+			continue;
+		offsets[k] = sites[i]->offset;
+		cookies[k++] = sites[i]->cookie;
+	}
+	if (!k)
+		return false;
+	fd = uprobe_multi__link(session__bpf(ts->session)->progs.go_call, t->proc.pid, path,
+				offsets, cookies, k, why, sizeof(why));
+	if (fd < 0) {
+		if (verbose)
+			fprintf(stderr, "bindtrace: kube-scheduler pid %d: %s\n", t->proc.pid, why);
+		return false;
+	}
+	t->calls.multi_fd = fd;
+	t->calls.has_multi = true;
+	return true;
+}
+
+static bool call_probes__any(const struct call_probes *cp)
+{
+	return cp->has_multi || cp->links[0] || cp->links[1] || cp->links[2];
+}
+
+static void call_probes__close(struct call_probes *cp)
+{
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(cp->links[i]);
+	if (cp->has_multi)
+		close(cp->multi_fd);
+	memset(cp, 0, sizeof(*cp));
+}
+
 /* The sites find_bind_call found, attached: the first bind call that attaches, the queue and
  * the give-up. */
 static void probe_bind_call(struct targets *ts, struct target *t, const char *path)
 {
+	const size_t n_bind = sizeof(t->bind_sites) / sizeof(t->bind_sites[0]);
+	struct call_probes *cp = &t->calls;
 	size_t i;
 
-	for (i = 0; i < sizeof(bind_probes) / sizeof(bind_probes[0]) && !t->call_link; i++) {
-		t->call_link = call_site__attach(ts, t, path, &t->bind_sites[i]);
-		if (t->call_link)
-			t->call_probe = t->bind_sites[i].func;
+	memset(cp, 0, sizeof(*cp));
+	t->call_probe = NULL;
+	if (tls_programs__multi()) {
+		/* One link for the first bind site that attaches, with the queue and give-up
+		 * sites; those two alone when none does. */
+		for (i = 0; i < n_bind && !cp->has_multi; i++) {
+			const struct call_site *sites[] = { &t->bind_sites[i], &t->queue_site,
+							    &t->giveup_site };
+
+			if (t->bind_sites[i].func &&
+			    call_sites__attach_multi(ts, t, path, sites, 3)) {
+				cp->call = true;
+				t->call_probe = t->bind_sites[i].func;
+			}
+		}
+		if (!cp->has_multi) {
+			const struct call_site *sites[] = { &t->queue_site, &t->giveup_site };
+
+			call_sites__attach_multi(ts, t, path, sites, 2);
+		}
+		cp->queue = cp->has_multi && t->queue_site.func;
+		cp->giveup = cp->has_multi && t->giveup_site.func;
+	} else {
+		for (i = 0; i < n_bind && !cp->links[0]; i++) {
+			cp->links[0] = call_site__attach(ts, t, path, &t->bind_sites[i]);
+			if (cp->links[0])
+				t->call_probe = t->bind_sites[i].func;
+		}
+		cp->links[1] = call_site__attach(ts, t, path, &t->queue_site);
+		cp->links[2] = call_site__attach(ts, t, path, &t->giveup_site);
+		cp->call = cp->links[0] != NULL;
+		cp->queue = cp->links[1] != NULL;
+		cp->giveup = cp->links[2] != NULL;
 	}
-	t->queue_link = call_site__attach(ts, t, path, &t->queue_site);
-	t->giveup_link = call_site__attach(ts, t, path, &t->giveup_site);
-	if (!t->call_link)
+	if (!cp->call)
 		fprintf(
 		    stderr,
 		    "bindtrace: kube-scheduler pid %d: no bind call to probe; binds will not cite "
@@ -649,8 +724,9 @@ int targets__find(struct targets *ts, enum process_role role, const pid_t *given
 	return n;
 }
 
-/* Every probe of t, taken from it: its TLS links and uprobe_multi fds, its bind-call links. The
- * links go into an array from malloc (NULL when there are none or no memory: then closed here). */
+/* Every probe of t, taken from it: its TLS links and uprobe_multi fds, its bind-call probes. The
+ * links go into an array from malloc (NULL when there are none or no memory: then closed here);
+ * fds has room for TLSPROBE_MAX_MULTI + 1. */
 static struct bpf_link **target__take_links(struct target *t, size_t *n, int *fds, size_t *n_fds)
 {
 	struct bpf_link **links = realloc(t->tls.links, (t->tls.n_links + 3) * sizeof(*links));
@@ -658,25 +734,21 @@ static struct bpf_link **target__take_links(struct target *t, size_t *n, int *fd
 
 	*n = *n_fds = 0;
 	if (!links) {
-		bpf_link__destroy(t->call_link);
-		bpf_link__destroy(t->queue_link);
-		bpf_link__destroy(t->giveup_link);
-		t->call_link = t->queue_link = t->giveup_link = NULL;
+		call_probes__close(&t->calls);
 		tls_attachment__detach(&t->tls);
 		return NULL;
 	}
 	*n = t->tls.n_links;
-	if (t->call_link)
-		links[(*n)++] = t->call_link;
-	if (t->queue_link)
-		links[(*n)++] = t->queue_link;
-	if (t->giveup_link)
-		links[(*n)++] = t->giveup_link;
+	for (k = 0; k < 3; k++)
+		if (t->calls.links[k])
+			links[(*n)++] = t->calls.links[k];
 	for (k = 0; k < t->tls.n_multi; k++)
 		fds[(*n_fds)++] = t->tls.multi_fds[k];
+	if (t->calls.has_multi)
+		fds[(*n_fds)++] = t->calls.multi_fd;
 	t->tls.links = NULL;
 	t->tls.n_links = t->tls.n_multi = t->tls.n_probes = 0;
-	t->call_link = t->queue_link = t->giveup_link = NULL;
+	memset(&t->calls, 0, sizeof(t->calls));
 	return links;
 }
 
@@ -686,19 +758,16 @@ static void detach_target(struct targets *ts, struct target *t)
 {
 	struct process_info now;
 
-	if ((t->tls.n_links || t->tls.n_multi || t->call_link || t->queue_link || t->giveup_link) &&
+	if ((t->tls.n_links || t->tls.n_multi || call_probes__any(&t->calls)) &&
 	    discover__process(t->proc.pid, &now) == -ESRCH) {
-		int fds[TLSPROBE_MAX_MULTI];
+		int fds[TLSPROBE_MAX_MULTI + 1];
 		size_t n, n_fds;
 		struct bpf_link **links = target__take_links(t, &n, fds, &n_fds);
 
 		if (links)
 			link_reaper__add(&ts->reaper, links, n, fds, n_fds);
 	}
-	bpf_link__destroy(t->call_link);
-	bpf_link__destroy(t->queue_link);
-	bpf_link__destroy(t->giveup_link);
-	t->call_link = t->queue_link = t->giveup_link = NULL;
+	call_probes__close(&t->calls);
 	tls_attachment__detach(&t->tls);
 	go_binary__close(t->gb);
 	t->gb = NULL;
@@ -906,7 +975,7 @@ int targets__attach_watcher(struct targets *ts, pid_t pid)
 void targets__close(struct targets *ts)
 {
 	struct bpf_link **all = calloc((size_t)ts->n * (TLSPROBE_MAX_RETS + 5) + 1, sizeof(*all));
-	int fds[TARGETS_MAX * TLSPROBE_MAX_MULTI];
+	int fds[TARGETS_MAX * (TLSPROBE_MAX_MULTI + 1)];
 	size_t n_all = 0, n_fds = 0, n, k;
 	int i;
 

@@ -34,6 +34,17 @@ struct call_site {
 	uint64_t cookie;
 };
 
+/* A scheduler's go_call probes: at the first of bind_sites that attaches, at queue_site and at
+ * giveup_site. With uprobe_multi (tls_programs__multi) one link holds them all: attaching and
+ * removing a single uprobe each waited for the kernel (about 5 ms a probe on an idle bed, 80 ms
+ * on a restarted scheduler still starting up). */
+struct call_probes {
+	struct bpf_link *links[3]; /* single uprobes, without uprobe_multi */
+	int multi_fd;		   /* the uprobe_multi link, when has_multi */
+	bool has_multi;
+	bool call, queue, giveup; /* which sites are probed */
+};
+
 struct target {
 	enum process_role role;
 	struct process_info proc;
@@ -56,10 +67,10 @@ struct target {
 	int64_t exe_mtime_ns;
 	int64_t exe_size;
 	pid_t shares_with; /* the pid whose opened binary it took (0: read its own) */
-	struct bpf_link *call_link;
+	/* Its bind call's probe (call_probe: the function probed), and those on
+	 * targets__queue_probe and targets__giveup_probe when the binary has them. */
+	struct call_probes calls;
 	const char *call_probe;
-	struct bpf_link *queue_link;  /* on targets__queue_probe, when the binary has it */
-	struct bpf_link *giveup_link; /* on targets__giveup_probe, when the binary has it */
 	bool attached;
 	uint64_t attach_ns;	/* reading the binary and placing its probes took this long */
 	uint64_t attach_cpu_ns; /* and this much of our CPU time */

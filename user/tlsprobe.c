@@ -201,12 +201,20 @@ bool tls_programs__prepare(struct capture_bpf *skel)
 						      ATTACH_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.tls_read_ret,
 						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.go_call,
+						      ATTACH_TRACE_UPROBE_MULTI);
 	}
 	return multi_prepared;
 }
 
-static int add_multi(struct tls_attachment *att, struct bpf_program *prog, const uint64_t *offsets,
-		     const uint64_t *cookies, size_t n, char *why, size_t why_len)
+bool tls_programs__multi(void)
+{
+	return multi_prepared;
+}
+
+int uprobe_multi__link(struct bpf_program *prog, pid_t pid, const char *binary,
+		       const uint64_t *offsets, const uint64_t *cookies, size_t n, char *why,
+		       size_t why_len)
 {
 	struct link_create_uprobe_multi a;
 	int fd;
@@ -214,11 +222,11 @@ static int add_multi(struct tls_attachment *att, struct bpf_program *prog, const
 	memset(&a, 0, sizeof(a));
 	a.prog_fd = (__u32)bpf_program__fd(prog);
 	a.attach_type = ATTACH_TRACE_UPROBE_MULTI;
-	a.path = (__u64)(uintptr_t)att->binary;
+	a.path = (__u64)(uintptr_t)binary;
 	a.offsets = (__u64)(uintptr_t)offsets;
 	a.cookies = (__u64)(uintptr_t)cookies;
 	a.cnt = (__u32)n;
-	a.pid = att->pid > 0 ? (__u32)att->pid : 0;
+	a.pid = pid > 0 ? (__u32)pid : 0;
 	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	if (fd < 0) {
 		int err = -errno;
@@ -227,6 +235,16 @@ static int add_multi(struct tls_attachment *att, struct bpf_program *prog, const
 			 bpf_program__name(prog), n, strerror(errno));
 		return err;
 	}
+	return fd;
+}
+
+static int add_multi(struct tls_attachment *att, struct bpf_program *prog, const uint64_t *offsets,
+		     const uint64_t *cookies, size_t n, char *why, size_t why_len)
+{
+	int fd = uprobe_multi__link(prog, att->pid, att->binary, offsets, cookies, n, why, why_len);
+
+	if (fd < 0)
+		return fd;
 	att->multi_fds[att->n_multi++] = fd;
 	att->n_probes += n;
 	return 0;

@@ -12,6 +12,7 @@
 
 struct capture_bpf;
 struct bpf_link;
+struct bpf_program;
 struct go_binary;
 
 #define TLSPROBE_MAX_RETS 64
@@ -44,10 +45,19 @@ int64_t go_entry_probe_offset(struct go_binary *gb, uint64_t entry, bool *at_bra
 
 /* Before the skeleton is loaded: when the kernel has uprobe_multi links (Linux 6.6+; probed once
  * with a two-instruction program) and BINDTRACE_NO_UPROBE_MULTI is not set, loads the three TLS
- * programs for them, so that tls_attachment__attach* makes one link per program and binary
+ * programs (and go_call) for them, so that tls_attachment__attach* makes one link per program and binary
  * (attach and detach cost one link each; single uprobes are removed one at a time, each waiting
  * for an RCU grace period). Returns whether it did. */
 bool tls_programs__prepare(struct capture_bpf *skel);
+/* Whether tls_programs__prepare did: go_call (the scheduler's bind-call probes) is loaded for
+ * uprobe_multi links too, and can be attached only through uprobe_multi__link. */
+bool tls_programs__multi(void);
+/* One uprobe_multi link of prog at the n file offsets of binary, cookies[i] for offsets[i], in
+ * pid (<= 0: every process running it). Returns its descriptor, or a negative errno with a
+ * one-line reason in why. */
+int uprobe_multi__link(struct bpf_program *prog, pid_t pid, const char *binary,
+		       const uint64_t *offsets, const uint64_t *cookies, size_t n, char *why,
+		       size_t why_len);
 
 /* The functions tls_sites__find* looks up (for go_binary__open_find). */
 #define TLS_PROBE_FUNCS 2

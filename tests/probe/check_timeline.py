@@ -662,7 +662,19 @@ def report(md_path, jsonl_path):
     print(f"report {md_path}: the exercise section holds {len(want)} facts of the bind")
 
 
+def single(path, name, pods_file, prefix, inspect_path):
+    """As generated, traced with single uprobes (BINDTRACE_NO_UPROBE_MULTI=1, as on kernels
+    before 6.6): the same complete timeline, and its bind cited as with uprobe_multi."""
+    import os
+    b = generated(path, name, pods_file, prefix)
+    c = b.get("citation")
+    if not c or not c.get("file") or not c.get("line"):
+        fail(f"{name}: no citation with single uprobes: {c}")
+    check_release(c, inspect_path)
+    check_citation(c, os.environ.get("SCHEDULER_ASYNC_API_CALLS") == "1")
+
+
 if __name__ == "__main__":
     {"one": one, "burst": burst, "unschedulable": unschedulable,
      "report": report, "generated": generated,
-     "untraced": untraced}[sys.argv[1]](*sys.argv[2:])
+     "untraced": untraced, "single": single}[sys.argv[1]](*sys.argv[2:])
