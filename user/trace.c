@@ -631,6 +631,9 @@ int cmd_trace(int argc, char **argv)
 		goto cleanup;
 	step_done("start", "correlator made and the apiserver's connections read", &step);
 	publish_metrics(tr);
+	/* Attached: /healthz says ok from here, before the header says so (until the loop's first
+	 * beat it said "starting" to a client that asked once the header was out). */
+	metrics_server__heartbeat(tr->metrics_server, util__monotonic_ns());
 	if (verbose)
 		fprintf(stderr,
 			"bindtrace: start: %.1f ms from the command's start, CPU %.1f ms in all "
