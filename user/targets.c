@@ -394,10 +394,8 @@ static void probe_bind_call(struct targets *ts, struct target *t, const char *pa
 							    &t->giveup_site };
 
 			if (t->bind_sites[i].func &&
-			    call_sites__attach_multi(ts, t, path, sites, 3)) {
-				cp->call = true;
+			    call_sites__attach_multi(ts, t, path, sites, 3))
 				t->call_probe = t->bind_sites[i].func;
-			}
 		}
 		if (!cp->has_multi) {
 			const struct call_site *sites[] = { &t->queue_site, &t->giveup_site };
@@ -414,11 +412,10 @@ static void probe_bind_call(struct targets *ts, struct target *t, const char *pa
 		}
 		cp->links[1] = call_site__attach(ts, t, path, &t->queue_site);
 		cp->links[2] = call_site__attach(ts, t, path, &t->giveup_site);
-		cp->call = cp->links[0] != NULL;
 		cp->queue = cp->links[1] != NULL;
 		cp->giveup = cp->links[2] != NULL;
 	}
-	if (!cp->call)
+	if (!t->call_probe)
 		fprintf(
 		    stderr,
 		    "bindtrace: kube-scheduler pid %d: no bind call to probe; binds will not cite "

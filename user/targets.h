@@ -42,7 +42,7 @@ struct call_probes {
 	struct bpf_link *links[3]; /* single uprobes, without uprobe_multi */
 	int multi_fd;		   /* the uprobe_multi link, when has_multi */
 	bool has_multi;
-	bool call, queue, giveup; /* which sites are probed */
+	bool queue, giveup; /* which of those two are probed (the bind call: call_probe) */
 };
 
 struct target {

@@ -45,9 +45,9 @@ int64_t go_entry_probe_offset(struct go_binary *gb, uint64_t entry, bool *at_bra
 
 /* Before the skeleton is loaded: when the kernel has uprobe_multi links (Linux 6.6+; probed once
  * with a two-instruction program) and BINDTRACE_NO_UPROBE_MULTI is not set, loads the three TLS
- * programs (and go_call) for them, so that tls_attachment__attach* makes one link per program and binary
- * (attach and detach cost one link each; single uprobes are removed one at a time, each waiting
- * for an RCU grace period). Returns whether it did. */
+ * programs and go_call for them, so that tls_attachment__attach* makes one link per program and
+ * binary (attach and detach cost one link each; single uprobes are removed one at a time, each
+ * waiting for an RCU grace period). Returns whether it did. */
 bool tls_programs__prepare(struct capture_bpf *skel);
 /* Whether tls_programs__prepare did: go_call (the scheduler's bind-call probes) is loaded for
  * uprobe_multi links too, and can be attached only through uprobe_multi__link. */

@@ -383,7 +383,7 @@ static void print_header(struct tracer *tr, uint64_t attach_ns)
 		fprintf(out, "# %-14s pid %-7d %s  %s%s  (%zu uprobes in %.1f ms%s%s%s%s%s%s)\n",
 			process_role__name(t->role), t->proc.pid, t->proc.exe, t->go_version,
 			target__release_label(t, release, sizeof(release)),
-			t->tls.n_probes + t->calls.call + t->calls.queue + t->calls.giveup,
+			t->tls.n_probes + !!t->call_probe + t->calls.queue + t->calls.giveup,
 			(double)t->attach_ns / 1e6, t->call_probe ? ", bind call: " : "",
 			t->call_probe ? strrchr(t->call_probe, '/') + 1 : "",
 			t->calls.queue ? ", bind queue: " : "",
