@@ -236,11 +236,12 @@ static bool try_record(struct tls13_stream *s, const uint8_t *rec, size_t wire_l
 	uint64_t lo = s->seq, hi = s->seq, seq;
 	long n;
 
-	if (!s->locked)
-		lo = s->seq > TLS13_SEQ_WINDOW ? s->seq - TLS13_SEQ_WINDOW : 0,
+	if (!s->locked) {
+		lo = s->seq > TLS13_SEQ_WINDOW ? s->seq - TLS13_SEQ_WINDOW : 0;
 		hi = s->seq + TLS13_SEQ_WINDOW;
-	else if (s->searching)
-		hi = s->seq + TLS13_SEQ_WINDOW;
+	} else if (s->searching) {
+		hi = s->seq + TLS13_SEQ_WINDOW; /* records lost with the bytes */
+	}
 	for (seq = lo; seq <= hi; seq++) {
 		n = open_record(s, rec, wire_len, seq);
 		if (n < 0)
