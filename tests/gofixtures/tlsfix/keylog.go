@@ -10,9 +10,14 @@ package main
 // DIR gets c2s.wire and s2c.wire (every byte each side wrote to its socket, handshake
 // included), c2s.plain and s2c.plain (what each side wrote through tls.Conn.Write), keylog
 // (NSS key log format) and suite (the negotiated cipher suite, 4 hex digits).
+//
+//	tlsfix layout
+//
+// prints the offsets of tls.Conn's TLS 1.3 state in this build (see layoutMain).
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +25,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 
 	"bindtrace.test/payload"
 )
@@ -121,4 +127,44 @@ func keylogMain(args []string) error {
 	}
 	suite := fmt.Sprintf("%04x\n", conn.ConnectionState().CipherSuite)
 	return os.WriteFile(filepath.Join(*out, "suite"), []byte(suite), 0o644)
+}
+
+// layoutMain prints where crypto/tls keeps a connection's TLS 1.3 state in this build, as the
+// compiler laid it out (reflect): one JSON object, offsets in bytes.
+func layoutMain() error {
+	conn := reflect.TypeOf(tls.Conn{})
+	field := func(t reflect.Type, name string) (reflect.StructField, error) {
+		f, ok := t.FieldByName(name)
+		if !ok {
+			return f, fmt.Errorf("%s has no field %s", t, name)
+		}
+		return f, nil
+	}
+	in, err := field(conn, "in")
+	if err != nil {
+		return err
+	}
+	out, err := field(conn, "out")
+	if err != nil {
+		return err
+	}
+	layout := map[string]uintptr{
+		"conn_size": conn.Size(), "in": in.Offset, "out": out.Offset,
+		"half_conn_size": in.Type.Size(),
+	}
+	for _, name := range []string{"vers", "cipherSuite"} {
+		f, err := field(conn, name)
+		if err != nil {
+			return err
+		}
+		layout[name] = f.Offset
+	}
+	for _, name := range []string{"version", "seq", "trafficSecret"} {
+		f, err := field(in.Type, name)
+		if err != nil {
+			return err
+		}
+		layout["half_conn."+name] = f.Offset
+	}
+	return json.NewEncoder(os.Stdout).Encode(layout)
 }

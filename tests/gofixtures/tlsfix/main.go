@@ -13,6 +13,7 @@
 //	tlsfix selftest [-proto h2|h1] [-sizes ...]
 //	tlsfix bench [-n N] [-size S]
 //	tlsfix keylog -out DIR [-sizes ...] [-seed N]   (keylog.go)
+//	tlsfix layout                                   (keylog.go)
 package main
 
 import (
@@ -48,7 +49,7 @@ const defaultSizes = "1,2,100,1000,4096,16384,16385,65536,100000,1048576"
 const maxSize = 64 << 20
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: tlsfix server|client|selftest|bench|keylog [flags]; tlsfix CMD -h for flags\n")
+	fmt.Fprintf(os.Stderr, "usage: tlsfix server|client|selftest|bench|keylog|layout [flags]; tlsfix CMD -h for flags\n")
 	os.Exit(2)
 }
 
@@ -68,6 +69,8 @@ func main() {
 		err = benchMain(os.Args[2:])
 	case "keylog":
 		err = keylogMain(os.Args[2:])
+	case "layout":
+		err = layoutMain()
 	default:
 		usage()
 	}
