@@ -16,6 +16,7 @@ enum event_type {
 	EVENT_DATA = 2,
 	EVENT_CALL = 3,
 	EVENT_SOCK_READ = 4,
+	EVENT_TLS_KEYS = 5,
 };
 
 /* Value bits of the BPF targets map. */
@@ -135,6 +136,36 @@ struct call_event {
 	char namespace_[CALL_NAME_LEN];
 	char name[CALL_NAME_LEN];
 	__u64 frames[MAX_STACK_FRAMES]; /* frames[0]: the probed function, [1]: its caller, ... */
+};
+
+/* Where Go's crypto/tls keeps a connection's TLS 1.3 state in one binary (user/gotls.c's table,
+ * by Go release): offsets in a tls.Conn and in its halfConns. Value of the tls_layouts map, by
+ * tgid. */
+struct tls_layout {
+	__u32 conn_in, conn_out;   /* the halfConns: what it reads, what it writes */
+	__u32 conn_vers;	   /* tls.Conn.vers (uint16) */
+	__u32 conn_cipher_suite;   /* tls.Conn.cipherSuite (uint16) */
+	__u32 half_version;	   /* halfConn.version (uint16) */
+	__u32 half_seq;		   /* halfConn.seq ([8]byte, big-endian) */
+	__u32 half_traffic_secret; /* halfConn.trafficSecret ([]byte) */
+	__u32 pad;
+};
+
+#define TLS_KEYS_SECRET_MAX 48
+
+/* A connection's TLS 1.3 state read at its first Write (BINDTRACE_TLS_KEYS=1, a measurement):
+ * both halves' version, sequence number and traffic secret. The secrets go no further than the
+ * tracer's memory. */
+struct tls_keys_event {
+	struct event_header hdr;
+	__u64 conn; /* the socket's inode */
+	__s32 fd;
+	__u16 vers, cipher_suite;
+	__u16 version[2]; /* [0]: in, [1]: out */
+	__u32 pad;
+	__u8 seq[2][8];
+	__u64 secret_len[2];
+	__u8 secret[2][TLS_KEYS_SECRET_MAX];
 };
 
 /* Bytes a process wrote to or read from a TCP connection, in order within (pid, conn, dir). */

@@ -11,14 +11,17 @@
  * fixtures' toolchains. */
 static const struct {
 	int minor;
-	struct gotls_layout layout;
+	struct tls_layout layout;
 } layouts[] = {
-	{ 21, { 376, 528, 72, 98, 24, 64, 128 } },  { 22, { 376, 528, 72, 98, 24, 64, 128 } },
-	{ 23, { 384, 536, 72, 100, 24, 64, 128 } }, { 24, { 384, 536, 72, 100, 24, 64, 128 } },
-	{ 25, { 368, 520, 72, 100, 24, 64, 128 } }, { 26, { 368, 520, 72, 100, 24, 64, 128 } },
+	{ 21, { 376, 528, 72, 98, 24, 64, 128, 0 } },
+	{ 22, { 376, 528, 72, 98, 24, 64, 128, 0 } },
+	{ 23, { 384, 536, 72, 100, 24, 64, 128, 0 } },
+	{ 24, { 384, 536, 72, 100, 24, 64, 128, 0 } },
+	{ 25, { 368, 520, 72, 100, 24, 64, 128, 0 } },
+	{ 26, { 368, 520, 72, 100, 24, 64, 128, 0 } },
 };
 
-int gotls__layout(int major, int minor, struct gotls_layout *out)
+int gotls__layout(int major, int minor, struct tls_layout *out)
 {
 	if (major != 1)
 		return -ENOTSUP;

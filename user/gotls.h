@@ -8,23 +8,17 @@
  * compiler's layout for each Go minor release as reflect reports it (tlsfix layout, checked for
  * every fixture toolchain by test_gotls). A release not in the table is refused, never guessed:
  * a read at a wrong offset would take other bytes for a secret. What is read at these offsets
- * is still to be checked where it is read (halfConn.version 0x0304 in both halves, a secret of
- * the suite's hash length). */
+ * is still to be checked where it is read (session.c, for BINDTRACE_TLS_KEYS: halfConn.version
+ * 0x0304 in both halves, a secret of the suite's hash length). The layout is events.h's struct
+ * tls_layout: the BPF program reads at these offsets. */
 #ifndef BINDTRACE_GOTLS_H
 #define BINDTRACE_GOTLS_H
 
-#include <stdint.h>
+#include <linux/types.h>
 
-struct gotls_layout {
-	uint32_t conn_in, conn_out;   /* the halfConns in tls.Conn */
-	uint32_t conn_vers;	      /* tls.Conn.vers (uint16): 0x0304 for TLS 1.3 */
-	uint32_t conn_cipher_suite;   /* tls.Conn.cipherSuite (uint16) */
-	uint32_t half_version;	      /* halfConn.version (uint16) */
-	uint32_t half_seq;	      /* halfConn.seq ([8]byte, big-endian) */
-	uint32_t half_traffic_secret; /* halfConn.trafficSecret ([]byte: ptr, len, cap) */
-};
+#include "events.h" /* struct tls_layout */
 
 /* The layout of Go major.minor (go1.21 to go1.26): 0, or -ENOTSUP for a release not known. */
-int gotls__layout(int major, int minor, struct gotls_layout *out);
+int gotls__layout(int major, int minor, struct tls_layout *out);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <openssl/evp.h>
 
 #include "capture.skel.h"
 #include "link_reaper.h"
@@ -23,6 +24,21 @@ struct session {
 	size_t n_tracepoints;
 	uint64_t events;
 	bool poll_fast;
+	/* BINDTRACE_TLS_KEYS=1: the connections whose TLS 1.3 state was read, by process. */
+	struct tls_keys_count {
+		pid_t pid;
+		char comm[TASK_COMM_LEN];
+		uint64_t conns, valid;
+		char refused[96]; /* why the first one that did not hold up did not */
+	} tls_keys[MAX_TARGETS];
+	size_t n_tls_keys;
+	/* Fingerprints of each valid connection's secrets (in, out), to find the two traced ends
+	 * of one connection: one end's out secret is the other's in. */
+	struct tls_keys_seen {
+		uint64_t in, out;
+	} * tls_seen;
+	size_t n_tls_seen;
+	uint64_t tls_pairs;
 };
 
 /* Set by SIGINT/SIGTERM and session__stop, and by SIGHUP: one session runs per process. */
@@ -34,6 +50,97 @@ static void on_signal(int sig)
 		hangup = 1;
 	else
 		stopping = 1;
+}
+
+/* Does what was read at gotls's offsets hold up as a TLS 1.3 connection's state? NULL, or why
+ * not. */
+static const char *tls_keys_refusal(const struct tls_keys_event *e, char *buf, size_t len)
+{
+	uint64_t want = e->cipher_suite == 0x1302 ? 48 : 32;
+
+	if (e->vers != 0x0304 || e->version[0] != 0x0304 || e->version[1] != 0x0304) {
+		snprintf(buf, len, "versions 0x%04x, in 0x%04x, out 0x%04x", e->vers, e->version[0],
+			 e->version[1]);
+		return buf;
+	}
+	if (e->cipher_suite < 0x1301 || e->cipher_suite > 0x1303) {
+		snprintf(buf, len, "cipher suite 0x%04x", e->cipher_suite);
+		return buf;
+	}
+	for (int i = 0; i < 2; i++) {
+		bool zero = true;
+
+		for (size_t k = 0; k < want; k++)
+			zero &= !e->secret[i][k];
+		/* The sequence numbers are big-endian; a connection's does not reach 2^40. */
+		if (e->secret_len[i] != want || zero || e->seq[i][0] || e->seq[i][1] ||
+		    e->seq[i][2]) {
+			snprintf(buf, len,
+				 "%s: secret of %llu bytes%s, sequence bytes %02x%02x%02x",
+				 i ? "out" : "in", (unsigned long long)e->secret_len[i],
+				 zero ? " (zero)" : "", e->seq[i][0], e->seq[i][1], e->seq[i][2]);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+#define TLS_KEYS_SEEN_MAX 16384
+
+/* 8 bytes of the secret's SHA-256: enough to match two ends, nothing to decrypt with. */
+static uint64_t secret_fingerprint(const __u8 *secret, size_t len)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int md_len = 0;
+	uint64_t fp = 0;
+
+	if (!EVP_Digest(secret, len, md, &md_len, EVP_sha256(), NULL) || md_len < 8)
+		return 0;
+	memcpy(&fp, md, sizeof(fp));
+	return fp;
+}
+
+static void match_tls_ends(struct session *s, const struct tls_keys_event *e)
+{
+	size_t len = e->secret_len[0];
+	uint64_t in = secret_fingerprint(e->secret[0], len),
+		 out = secret_fingerprint(e->secret[1], len);
+
+	for (size_t i = 0; i < s->n_tls_seen; i++) {
+		if (s->tls_seen[i].in == out && s->tls_seen[i].out == in) {
+			s->tls_pairs++;
+			return;
+		}
+	}
+	if (!s->tls_seen)
+		s->tls_seen = calloc(TLS_KEYS_SEEN_MAX, sizeof(*s->tls_seen));
+	if (s->tls_seen && s->n_tls_seen < TLS_KEYS_SEEN_MAX)
+		s->tls_seen[s->n_tls_seen++] = (struct tls_keys_seen){ .in = in, .out = out };
+}
+
+static void count_tls_keys(struct session *s, const struct tls_keys_event *e)
+{
+	struct tls_keys_count *c = NULL;
+	char why[96];
+	const char *refused;
+
+	for (size_t i = 0; i < s->n_tls_keys && !c; i++)
+		if (s->tls_keys[i].pid == (pid_t)e->hdr.pid)
+			c = &s->tls_keys[i];
+	if (!c) {
+		if (s->n_tls_keys == MAX_TARGETS)
+			return;
+		c = &s->tls_keys[s->n_tls_keys++];
+		c->pid = (pid_t)e->hdr.pid;
+		util__copy(c->comm, sizeof(c->comm), e->hdr.comm);
+	}
+	c->conns++;
+	refused = tls_keys_refusal(e, why, sizeof(why));
+	if (!refused) {
+		c->valid++;
+		match_tls_ends(s, e);
+	} else if (!c->refused[0])
+		util__copy(c->refused, sizeof(c->refused), refused);
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -62,6 +169,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (size >= sizeof(struct sock_read_event) && s->h.sock_read)
 			s->h.sock_read(s->h.ctx, data);
 		break;
+	case EVENT_TLS_KEYS:
+		if (size >= sizeof(struct tls_keys_event))
+			count_tls_keys(s, data);
+		break;
 	}
 	return 0;
 }
@@ -85,6 +196,44 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	skel->rodata->read_ret_only = r && *r && strcmp(r, "0") != 0;
 
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
+	v = getenv("BINDTRACE_TLS_KEYS");
+	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
+}
+
+bool session__harvests_tls_keys(const struct session *s)
+{
+	return s->skel->rodata->harvest_tls_keys;
+}
+
+int session__set_tls_layout(struct session *s, pid_t pid, const struct tls_layout *layout)
+{
+	__u32 key = (__u32)pid;
+
+	return bpf_map__update_elem(s->skel->maps.tls_layouts, &key, sizeof(key), layout,
+				    sizeof(*layout), BPF_ANY);
+}
+
+void session__print_tls_keys(const struct session *s, FILE *out)
+{
+	if (!s->skel->rodata->harvest_tls_keys)
+		return;
+	if (!s->n_tls_keys)
+		fprintf(out, "bindtrace: TLS 1.3 state read (BINDTRACE_TLS_KEYS): no connection\n");
+	else
+		fprintf(
+		    out,
+		    "bindtrace: TLS 1.3 state read (BINDTRACE_TLS_KEYS): %llu connections whose "
+		    "two ends were both read hold the same secrets crosswise\n",
+		    (unsigned long long)s->tls_pairs);
+	for (size_t i = 0; i < s->n_tls_keys; i++) {
+		const struct tls_keys_count *c = &s->tls_keys[i];
+
+		fprintf(out,
+			"bindtrace: TLS 1.3 state read (BINDTRACE_TLS_KEYS): pid %d (%s): %llu "
+			"connections, %llu valid%s%s\n",
+			c->pid, c->comm, (unsigned long long)c->conns, (unsigned long long)c->valid,
+			c->refused[0] ? "; the first refused: " : "", c->refused);
+	}
 }
 
 void session__print_probe_hits(struct session *s, FILE *out)
@@ -244,6 +393,7 @@ void session__remove_target(struct session *s, pid_t pid)
 
 	bpf_map__delete_elem(s->skel->maps.targets, &key, sizeof(key), 0);
 	bpf_map__delete_elem(s->skel->maps.fsync_targets, &key, sizeof(key), 0);
+	bpf_map__delete_elem(s->skel->maps.tls_layouts, &key, sizeof(key), 0);
 }
 
 int session__run(struct session *s, const struct session_handlers *handlers, uint64_t deadline_ns)
@@ -370,5 +520,6 @@ void session__close(struct session *s)
 	links__close_all(s->tracepoints, s->n_tracepoints, NULL, 0);
 	free(s->tracepoints);
 	capture_bpf__destroy(s->skel);
+	free(s->tls_seen);
 	free(s);
 }

@@ -14,6 +14,7 @@
 #include "capture.skel.h"
 #include "events.h"
 #include "goelf.h"
+#include "gotls.h"
 #include "gorelease.h"
 #include "peerfeed.h"
 #include "session.h"
@@ -554,6 +555,19 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n",
 			process_role__name(t->role), t->proc.pid, strerror(-err));
 		return err;
+	}
+	if (session__harvests_tls_keys(ts->session)) {
+		const struct go_buildinfo *bi = go_binary__buildinfo(t->gb);
+		struct tls_layout layout;
+
+		if (bi && !gotls__layout(bi->go_major, bi->go_minor, &layout))
+			session__set_tls_layout(ts->session, t->proc.pid, &layout);
+		else
+			fprintf(stderr,
+				"bindtrace: %s pid %d: %s: no crypto/tls layout known for it, its "
+				"TLS 1.3 state is not read\n",
+				process_role__name(t->role), t->proc.pid,
+				bi && bi->go_version ? bi->go_version : "Go release unknown");
 	}
 	err = tls_attachment__attach_sites(
 	    &t->tls, session__bpf(ts->session), t->proc.pid, path, &t->tls_sites,

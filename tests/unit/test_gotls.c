@@ -14,7 +14,7 @@
 
 static void test_unknown(void)
 {
-	struct gotls_layout l;
+	struct tls_layout l;
 
 	CHECK_INT(gotls__layout(1, 20, &l), -ENOTSUP);
 	CHECK_INT(gotls__layout(1, 27, &l), -ENOTSUP);
@@ -38,7 +38,7 @@ static void test_fixtures(const char *fixtures)
 	CHECK(d, "Go fixtures %s: %s (tests/gofixtures/build)", fixtures, strerror(errno));
 	while (d && (e = readdir(d))) {
 		char prog[512], cmd[600], line[1024] = "";
-		struct gotls_layout l;
+		struct tls_layout l;
 		json_error_t err;
 		struct stat st;
 		json_t *o;
