@@ -42,8 +42,8 @@ const volatile bool count_probe_hits = false;
  * at the same place: a signature of buffer, first bytes and the socket's copied_seq took 835
  * real Reads of repetitive data (tests/cost/bulk) for repeats, so there is no detection here. */
 const volatile bool read_ret_only = false;
-/* BINDTRACE_TLS_KEYS=1 (a measurement): each connection's TLS 1.3 state read at its first Write,
- * where tls_layouts says its binary keeps it (tls_keys_event). */
+/* BINDTRACE_TLS_KEYS=1 (a measurement): each connection's TLS 1.3 state read when a probe first
+ * meets it (go_conn_fd), where tls_layouts says its binary keeps it (tls_keys_event). */
 const volatile bool harvest_tls_keys = false;
 
 struct {
@@ -539,6 +539,57 @@ static long conn_search_node(__u32 index, struct conn_search *s)
 	return 1;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct tls_layout);
+} tls_layouts SEC(".maps");
+
+static __always_inline void read_half(struct tls_keys_event *e, int i, __u64 hc,
+				      const struct tls_layout *l)
+{
+	__u64 slice[2] = {};
+
+	bpf_probe_read_user(&e->version[i], sizeof(e->version[i]), (void *)(hc + l->half_version));
+	bpf_probe_read_user(e->seq[i], sizeof(e->seq[i]), (void *)(hc + l->half_seq));
+	if (bpf_probe_read_user(slice, sizeof(slice), (void *)(hc + l->half_traffic_secret)))
+		return;
+	e->secret_len[i] = slice[1];
+	/* The two lengths a TLS 1.3 suite's hash gives; anything else is not read. */
+	if (slice[1] == 32)
+		bpf_probe_read_user(e->secret[i], 32, (void *)slice[0]);
+	else if (slice[1] == 48)
+		bpf_probe_read_user(e->secret[i], 48, (void *)slice[0]);
+}
+
+/* Called where a *tls.Conn is met for the first time (go_conn_fd finds its socket afresh: a new
+ * connection, or its address reused by another). */
+static __always_inline void harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u64 ino)
+{
+	const struct tls_layout *l;
+	struct tls_keys_event *e;
+
+	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
+	if (!l)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(COUNTER_RINGBUF_DROPS, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fill_header(&e->hdr, EVENT_TLS_KEYS);
+	e->conn = ino;
+	e->fd = fd;
+	bpf_probe_read_user(&e->vers, sizeof(e->vers), (void *)(tls_conn + l->conn_vers));
+	bpf_probe_read_user(&e->cipher_suite, sizeof(e->cipher_suite),
+			    (void *)(tls_conn + l->conn_cipher_suite));
+	read_half(e, 0, tls_conn + l->conn_in, l);
+	read_half(e, 1, tls_conn + l->conn_out, l);
+	bpf_ringbuf_submit(e, ringbuf_flags());
+}
+
 static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_state **st,
 				      __u64 *ino)
 {
@@ -572,6 +623,8 @@ static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_st
 	found.fd = s.fd;
 	found.ino = s.ino;
 	bpf_map_update_elem(&tls_conn_fds, &key, &found, BPF_ANY);
+	if (harvest_tls_keys)
+		harvest_keys(tls_conn, tgid, s.fd, s.ino);
 	return s.fd;
 }
 
@@ -612,68 +665,6 @@ static __always_inline bool branch_to_morestack(struct pt_regs *ctx)
 	       (ctx->flags & X86_FLAGS_JBE_TAKEN);
 }
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32); /* tgid */
-	__type(value, struct tls_layout);
-} tls_layouts SEC(".maps");
-
-/* The *tls.Conns whose state was read. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct tls_conn_key);
-	__type(value, __u8);
-} tls_keyed SEC(".maps");
-
-static __always_inline void read_half(struct tls_keys_event *e, int i, __u64 hc,
-				      const struct tls_layout *l)
-{
-	__u64 slice[2] = {};
-
-	bpf_probe_read_user(&e->version[i], sizeof(e->version[i]), (void *)(hc + l->half_version));
-	bpf_probe_read_user(e->seq[i], sizeof(e->seq[i]), (void *)(hc + l->half_seq));
-	if (bpf_probe_read_user(slice, sizeof(slice), (void *)(hc + l->half_traffic_secret)))
-		return;
-	e->secret_len[i] = slice[1];
-	/* The two lengths a TLS 1.3 suite's hash gives; anything else is not read. */
-	if (slice[1] == 32)
-		bpf_probe_read_user(e->secret[i], 32, (void *)slice[0]);
-	else if (slice[1] == 48)
-		bpf_probe_read_user(e->secret[i], 48, (void *)slice[0]);
-}
-
-static __always_inline void harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u64 ino)
-{
-	struct tls_conn_key key = { .tgid = tgid, .tls_conn = tls_conn };
-	const struct tls_layout *l;
-	struct tls_keys_event *e;
-	__u8 one = 1;
-
-	if (bpf_map_lookup_elem(&tls_keyed, &key))
-		return;
-	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
-	if (!l)
-		return;
-	bpf_map_update_elem(&tls_keyed, &key, &one, BPF_ANY);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(COUNTER_RINGBUF_DROPS, 1);
-		return;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	fill_header(&e->hdr, EVENT_TLS_KEYS);
-	e->conn = ino;
-	e->fd = fd;
-	bpf_probe_read_user(&e->vers, sizeof(e->vers), (void *)(tls_conn + l->conn_vers));
-	bpf_probe_read_user(&e->cipher_suite, sizeof(e->cipher_suite),
-			    (void *)(tls_conn + l->conn_cipher_suite));
-	read_half(e, 0, tls_conn + l->conn_in, l);
-	read_half(e, 1, tls_conn + l->conn_out, l);
-	bpf_ringbuf_submit(e, ringbuf_flags());
-}
-
 SEC("uprobe")
 int BPF_KPROBE(tls_write)
 {
@@ -701,8 +692,6 @@ int BPF_KPROBE(tls_write)
 	}
 	st->last_write_sig = sig;
 	st->flags |= CONN_TLS;
-	if (harvest_tls_keys)
-		harvest_keys(ctx->ax, tgid, fd, ino);
 	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, buf, len, PROBE_TLS_WRITE);
 	return 0;
 }

@@ -153,9 +153,9 @@ struct tls_layout {
 
 #define TLS_KEYS_SECRET_MAX 48
 
-/* A connection's TLS 1.3 state read at its first Write (BINDTRACE_TLS_KEYS=1, a measurement):
- * both halves' version, sequence number and traffic secret. The secrets go no further than the
- * tracer's memory. */
+/* A connection's TLS 1.3 state read when a probe first meets it (BINDTRACE_TLS_KEYS=1, a
+ * measurement): both halves' version, sequence number and traffic secret. The secrets go no
+ * further than the tracer's memory. */
 struct tls_keys_event {
 	struct event_header hdr;
 	__u64 conn; /* the socket's inode */

@@ -74,10 +74,10 @@ int session__add_target(struct session *s, pid_t pid, bool fsync);
  * of TLS sockets come as sock_read events; see peerfeed.h). */
 int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall);
 /* BINDTRACE_TLS_KEYS=1 (a measurement towards decrypting the wire, user/tls13.h): each
- * connection's TLS 1.3 state is read at its first Write, where layout says pid's binary keeps
- * it (user/gotls.h), checked (TLS 1.3 in both halves, a secret of the suite's hash length) and
- * counted; session__print_tls_keys says how many held up, by process. The secrets are never
- * printed. */
+ * connection's TLS 1.3 state is read when a probe first meets it, where layout says pid's
+ * binary keeps it (user/gotls.h), checked (TLS 1.3 in both halves, a secret of the suite's hash
+ * length) and counted; session__print_tls_keys says how many held up, by process. The secrets
+ * are never printed. */
 bool session__harvests_tls_keys(const struct session *s);
 int session__set_tls_layout(struct session *s, pid_t pid, const struct tls_layout *layout);
 void session__print_tls_keys(const struct session *s, FILE *out);
