@@ -17,6 +17,8 @@ check() {
 }
 skip() { echo "skip: $*"; exit 77; }
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root (BPF)"; }
+# no_sanitizer_report FILE: the tracer's stderr holds no ASan, LSan or UBSan report.
+no_sanitizer_report() { ! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error:" "$1"; }
 finish() {
 	echo "$checks_passed passed, $checks_failed failed"
 	[ "$checks_failed" -eq 0 ]
