@@ -45,6 +45,10 @@ const volatile bool read_ret_only = false;
 /* BINDTRACE_TLS_KEYS=1 (a measurement): each connection's TLS 1.3 state read when a probe first
  * meets it (go_conn_fd), where tls_layouts says its binary keeps it (tls_keys_event). */
 const volatile bool harvest_tls_keys = false;
+/* BINDTRACE_TLS_DECRYPT=1 (a measurement, with the above): the write(2)s of a connection whose
+ * state was read are copied as they go to the socket (SOURCE_TLS_WIRE), for user space to
+ * decrypt and compare with the Write probe's plaintext. */
+const volatile bool copy_tls_wire = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -60,11 +64,13 @@ struct conn_key {
 };
 
 #define CONN_TLS 1
+#define CONN_KEYED 2 /* its TLS 1.3 state was read (harvest_keys) */
 
 struct conn_state {
 	__u64 offset[2];      /* per enum data_dir */
 	__u64 last_write_sig; /* of the last TLS Write; cleared by its write(2) */
 	__u64 sk;	      /* the struct sock, for its TCP sequence numbers */
+	__u64 wire_offset;    /* of the next SOURCE_TLS_WIRE byte (copy_tls_wire) */
 	__u32 flags;
 	__u16 family;
 	__u16 lport;
@@ -387,7 +393,7 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 
 		/* A TLS Write is seen before its write(2)s, a plaintext one after its write(2). */
 		e->tcp_seq = BPF_CORE_READ(tp, write_seq);
-		if (source == SOURCE_SYSCALL)
+		if (source != SOURCE_TLS)
 			e->tcp_seq -= (__u32)total;
 		e->flags = DATA_HAS_TCP_SEQ;
 	}
@@ -397,8 +403,13 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 	__builtin_memcpy(e->laddr, st->laddr, sizeof(e->laddr));
 	__builtin_memcpy(e->raddr, st->raddr, sizeof(e->raddr));
 	dir &= 1;
-	c.base_offset = st->offset[dir];
-	st->offset[dir] += total;
+	if (source == SOURCE_TLS_WIRE) {
+		c.base_offset = st->wire_offset;
+		st->wire_offset += total;
+	} else {
+		c.base_offset = st->offset[dir];
+		st->offset[dir] += total;
+	}
 	if (total > limit) {
 		count(COUNTER_TRUNCATED, total - limit);
 		c.total = limit;
@@ -565,18 +576,18 @@ static __always_inline void read_half(struct tls_keys_event *e, int i, __u64 hc,
 
 /* Called where a *tls.Conn is met for the first time (go_conn_fd finds its socket afresh: a new
  * connection, or its address reused by another). */
-static __always_inline void harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u64 ino)
+static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u64 ino)
 {
 	const struct tls_layout *l;
 	struct tls_keys_event *e;
 
 	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
 	if (!l)
-		return;
+		return false;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(COUNTER_RINGBUF_DROPS, 1);
-		return;
+		return false;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
 	fill_header(&e->hdr, EVENT_TLS_KEYS);
@@ -588,6 +599,7 @@ static __always_inline void harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u
 	read_half(e, 0, tls_conn + l->conn_in, l);
 	read_half(e, 1, tls_conn + l->conn_out, l);
 	bpf_ringbuf_submit(e, ringbuf_flags());
+	return true;
 }
 
 static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_state **st,
@@ -623,8 +635,9 @@ static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_st
 	found.fd = s.fd;
 	found.ino = s.ino;
 	bpf_map_update_elem(&tls_conn_fds, &key, &found, BPF_ANY);
-	if (harvest_tls_keys)
-		harvest_keys(tls_conn, tgid, s.fd, s.ino);
+	/* The wire copy starts with the state read: its first record is sealed at that seq. */
+	if (harvest_tls_keys && harvest_keys(tls_conn, tgid, s.fd, s.ino))
+		s.st->flags |= CONN_KEYED;
 	return s.fd;
 }
 
@@ -852,6 +865,11 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
 		bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
 		return 0;
 	}
+	if (copy_tls_wire && is_write && (st->flags & CONN_KEYED)) {
+		pr.cap = 2; /* marks a keyed connection's ciphertext */
+		bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
+		return 0;
+	}
 	if (!capture_syscalls || (st->flags & CONN_TLS))
 		return 0;
 	bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
@@ -887,6 +905,13 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 	if (pr->cap == 1 && dir == DIR_IN) {
 		if (st && ret > 0 && st->sk)
 			emit_sock_read(st, pr->ino, pr->fd, ret);
+		bpf_map_delete_elem(&sys_calls, &tid);
+		return 0;
+	}
+	if (pr->cap == 2) {
+		if (st && ret > 0 && dir == DIR_OUT)
+			emit(st, pr->ino, pr->fd, DIR_OUT, SOURCE_TLS_WIRE, pr->buf, (__u64)ret,
+			     PROBE_SYS_EXIT);
 		bpf_map_delete_elem(&sys_calls, &tid);
 		return 0;
 	}

@@ -34,6 +34,9 @@ enum data_dir {
 enum data_source {
 	SOURCE_TLS = 1,	    /* crypto/tls plaintext, from uprobes */
 	SOURCE_SYSCALL = 2, /* plaintext TCP, from syscall tracepoints */
+	/* The TLS records a keyed connection's write(2)s move (BINDTRACE_TLS_DECRYPT=1, a
+	 * measurement): ciphertext, checked against the Write probe's plaintext. */
+	SOURCE_TLS_WIRE = 3,
 };
 
 /* Per-CPU counters of the capture programs, indexed by these. */

@@ -12,6 +12,7 @@
 #include "capture.skel.h"
 #include "link_reaper.h"
 #include "session.h"
+#include "tlscheck.h"
 #include "tlsprobe.h"
 #include "util.h"
 
@@ -39,6 +40,7 @@ struct session {
 	} * tls_seen;
 	size_t n_tls_seen;
 	uint64_t tls_pairs;
+	struct tlscheck *tls_check; /* BINDTRACE_TLS_DECRYPT=1 */
 };
 
 /* Set by SIGINT/SIGTERM and session__stop, and by SIGHUP: one session runs per process. */
@@ -139,6 +141,8 @@ static void count_tls_keys(struct session *s, const struct tls_keys_event *e)
 	if (!refused) {
 		c->valid++;
 		match_tls_ends(s, e);
+		if (s->tls_check)
+			tlscheck__key(s->tls_check, e);
 	} else if (!c->refused[0])
 		util__copy(c->refused, sizeof(c->refused), refused);
 }
@@ -154,7 +158,15 @@ static int on_record(void *ctx, void *data, size_t size)
 	s->events++;
 	switch (hdr->type) {
 	case EVENT_DATA:
-		if (size >= sizeof(*e) && e->len <= size - sizeof(*e) && s->h.data)
+		if (size < sizeof(*e) || e->len > size - sizeof(*e))
+			break;
+		if (s->tls_check && e->source == SOURCE_TLS_WIRE) {
+			tlscheck__wire(s->tls_check, e);
+			break;
+		}
+		if (s->tls_check && e->source == SOURCE_TLS && e->dir == DIR_OUT)
+			tlscheck__plain(s->tls_check, e);
+		if (s->h.data)
 			s->h.data(s->h.ctx, e);
 		break;
 	case EVENT_FSYNC:
@@ -198,6 +210,11 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
 	v = getenv("BINDTRACE_TLS_KEYS");
 	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
+	/* BINDTRACE_TLS_DECRYPT=1: the state read, and the keyed connections' write(2)s copied. */
+	v = getenv("BINDTRACE_TLS_DECRYPT");
+	skel->rodata->copy_tls_wire = v && *v && strcmp(v, "0") != 0;
+	if (skel->rodata->copy_tls_wire)
+		skel->rodata->harvest_tls_keys = true;
 }
 
 bool session__harvests_tls_keys(const struct session *s)
@@ -234,6 +251,8 @@ void session__print_tls_keys(const struct session *s, FILE *out)
 			c->pid, c->comm, (unsigned long long)c->conns, (unsigned long long)c->valid,
 			c->refused[0] ? "; the first refused: " : "", c->refused);
 	}
+	if (s->tls_check)
+		tlscheck__print(s->tls_check, out);
 }
 
 void session__print_probe_hits(struct session *s, FILE *out)
@@ -314,6 +333,13 @@ static int load(struct session *s)
 	s->skel->rodata->uprobe_any_pid = s->opt.uprobe_any_pid;
 	s->skel->rodata->capture_syscalls = !s->opt.no_syscall_data;
 	probe_hits__configure(s->skel);
+	if (s->skel->rodata->copy_tls_wire) {
+		s->tls_check = tlscheck__new();
+		if (!s->tls_check) {
+			fprintf(stderr, "%s: out of memory\n", s->opt.name);
+			return -ENOMEM;
+		}
+	}
 	tls_programs__prepare(s->skel);
 	err = capture_bpf__load(s->skel);
 	if (err)
@@ -521,5 +547,6 @@ void session__close(struct session *s)
 	free(s->tracepoints);
 	capture_bpf__destroy(s->skel);
 	free(s->tls_seen);
+	tlscheck__free(s->tls_check);
 	free(s);
 }

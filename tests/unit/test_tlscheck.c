@@ -1,0 +1,187 @@
+/* tlscheck: a connection's records sealed here (its secret and sequence number as a
+ * tls_keys_event carries them) against the Write probe's plaintext: equal bytes counted equal
+ * whatever the wire's pieces, a changed byte counted as differing, a record whose Write is not
+ * held not compared, lost wire bytes found again, a second key for the same connection ignored,
+ * and wire bytes of a connection without a key counted apart. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tls13.h"
+#include "tlscheck.h"
+#include "tlsseal.h"
+
+#define PID 4242
+#define CONN 777
+
+static struct data_event *event(uint8_t source, uint64_t offset, const uint8_t *data, size_t len,
+				uint64_t conn)
+{
+	struct data_event *e = calloc(1, sizeof(*e) + len);
+
+	e->hdr.type = EVENT_DATA;
+	e->hdr.pid = PID;
+	memcpy(e->hdr.comm, "tester", 7);
+	e->conn = conn;
+	e->offset = offset;
+	e->len = (__u32)len;
+	e->dir = DIR_OUT;
+	e->source = source;
+	memcpy(e->data, data, len);
+	return e;
+}
+
+static void plain(struct tlscheck *c, uint64_t offset, const uint8_t *data, size_t len)
+{
+	struct data_event *e = event(SOURCE_TLS, offset, data, len, CONN);
+
+	tlscheck__plain(c, e);
+	free(e);
+}
+
+/* The wire fed in pieces of `piece` bytes (0: whole), from wire offset at. */
+static void wire(struct tlscheck *c, uint64_t at, const uint8_t *data, size_t len, size_t piece,
+		 uint64_t conn)
+{
+	for (size_t done = 0; done < len;) {
+		size_t n = piece && len - done > piece ? piece : len - done;
+		struct data_event *e = event(SOURCE_TLS_WIRE, at + done, data + done, n, conn);
+
+		tlscheck__wire(c, e);
+		free(e);
+		done += n;
+	}
+}
+
+static void key(struct tlscheck *c, const struct sealer *s)
+{
+	struct tls_keys_event k = { 0 };
+
+	k.hdr.type = EVENT_TLS_KEYS;
+	k.hdr.pid = PID;
+	memcpy(k.hdr.comm, "tester", 7);
+	k.conn = CONN;
+	k.vers = 0x0304;
+	k.cipher_suite = s->suite;
+	k.version[0] = k.version[1] = 0x0304;
+	for (int i = 0; i < 8; i++)
+		k.seq[1][7 - i] = (uint8_t)(s->seq >> (8 * i));
+	k.secret_len[0] = k.secret_len[1] = s->secret_len;
+	memcpy(k.secret[1], s->secret, s->secret_len);
+	memset(k.secret[0], 0x55, s->secret_len);
+	tlscheck__key(c, &k);
+}
+
+static struct sealer new_sealer(void)
+{
+	struct sealer s = { .suite = TLS13_AES_128_GCM_SHA256, .secret_len = 32, .seq = 9 };
+
+	for (size_t i = 0; i < s.secret_len; i++)
+		s.secret[i] = (uint8_t)(i * 7 + 3);
+	sealer_keys(&s);
+	return s;
+}
+
+static void test_equal(size_t piece)
+{
+	struct tlscheck *c = tlscheck__new();
+	struct sealer s = new_sealer();
+	static uint8_t a[100], b[3000], w[8192];
+	struct tlscheck_stats st;
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)('a' + i % 26);
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)(i * 31);
+	key(c, &s);
+	/* Two Writes, the second in two probe events; on the wire three records. */
+	plain(c, 0, a, sizeof(a));
+	plain(c, 100, b, 2000);
+	plain(c, 2100, b + 2000, 1000);
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, sizeof(a), 0, w + n);
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, b, 1500, 0, w + n);
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, b + 1500, 1500, 3, w + n);
+	n += seal(&s, TLS13_TYPE_HANDSHAKE, (const uint8_t *)"\x04\x00\x00\x00", 4, 0, w + n);
+	wire(c, 0, w, n, piece, CONN);
+	tlscheck__stats(c, PID, &st);
+	CHECK_INT(st.conns, 1);
+	CHECK_INT(st.records, 3);
+	CHECK_INT(st.other_records, 1);
+	CHECK_INT(st.plain_bytes, 3100);
+	CHECK_INT(st.equal, 3100);
+	CHECK_INT(st.differ, 0);
+	CHECK_INT(st.uncompared, 0);
+	CHECK_INT(st.wire_bytes, n);
+	CHECK_INT(st.unauthenticated, 0);
+	tlscheck__free(c);
+}
+
+static void test_differ_and_lost(void)
+{
+	struct tlscheck *c = tlscheck__new();
+	struct sealer s = new_sealer();
+	uint8_t a[200], changed[200], w[4096];
+	struct tlscheck_stats st;
+	size_t n = 0, first;
+
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)(i ^ 0x5a);
+	memcpy(changed, a, sizeof(a));
+	changed[150] ^= 1;
+	key(c, &s);
+	key(c, &s); /* read again: ignored */
+	plain(c, 0, a, sizeof(a));
+	plain(c, 200, changed, sizeof(changed)); /* the probe saw something else */
+	plain(c, 400, a, sizeof(a));
+	plain(c, 600, a, sizeof(a));
+	for (int i = 0; i < 3; i++)
+		n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, sizeof(a), 0, w + n);
+	first = n;
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, sizeof(a), 0, w + n);
+	wire(c, 0, w, first - 10, 0, CONN); /* the third record's end lost */
+	wire(c, first, w + first, n - first, 7, CONN);
+	tlscheck__stats(c, PID, &st);
+	CHECK_INT(st.conns, 1);
+	CHECK_INT(st.records, 3);
+	CHECK_INT(st.differ, 1);
+	CHECK_INT(st.equal, 599);
+	CHECK_INT(st.lost_bytes, 10);
+	CHECK_INT(st.resyncs, 1);
+	/* Without a key: counted, not decrypted. */
+	wire(c, 0, w, first, 0, CONN + 1);
+	tlscheck__stats(c, PID, &st);
+	CHECK_INT(st.wire_unkeyed, first);
+	CHECK_INT(st.records, 3);
+	tlscheck__free(c);
+}
+
+/* A record whose Write the window no longer holds (or never did) is not compared. */
+static void test_uncompared(void)
+{
+	struct tlscheck *c = tlscheck__new();
+	struct sealer s = new_sealer();
+	uint8_t a[64], w[512];
+	struct tlscheck_stats st;
+	size_t n;
+
+	memset(a, 'x', sizeof(a));
+	key(c, &s);
+	n = seal(&s, TLS13_TYPE_APPLICATION_DATA, a, sizeof(a), 0, w);
+	wire(c, 0, w, n, 0, CONN);
+	tlscheck__stats(c, PID, &st);
+	CHECK_INT(st.records, 1);
+	CHECK_INT(st.uncompared, 64);
+	CHECK_INT(st.equal + st.differ, 0);
+	tlscheck__free(c);
+}
+
+int main(void)
+{
+	test_equal(0);
+	test_equal(1);
+	test_equal(333);
+	test_differ_and_lost();
+	test_uncompared();
+	return check_summary("test_tlscheck");
+}

@@ -1,0 +1,397 @@
+/* The wire's TLS 1.3 records against the Write probe's plaintext. See tlscheck.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tls13.h"
+#include "tlscheck.h"
+#include "util.h"
+
+#define BUCKETS 4096
+#define STARTS 256
+/* All windows together: a measurement must not take the machine's memory. */
+#define WINDOW_BUDGET (256u << 20)
+
+struct window {
+	uint8_t *buf;
+	size_t cap, len;
+	uint64_t start;		 /* probe stream offset of buf[0] */
+	uint64_t starts[STARTS]; /* offsets where probe events began, the last STARTS */
+	unsigned n_starts;
+};
+
+struct check_conn {
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
+	uint64_t conn;
+	struct tls13_stream *out;
+	uint64_t wire_next; /* the next wire offset expected */
+	bool wire_known;
+	bool aligned;
+	int64_t delta;	       /* probe offset minus decrypted offset, once aligned */
+	uint64_t dec_offset;   /* application-data plaintext decrypted so far */
+	uint64_t last_matched; /* probe offset after the last equal record: where to realign */
+	struct window w;
+	struct tlscheck_stats st; /* this connection's part */
+	struct check_conn *next;
+};
+
+struct tlscheck {
+	struct check_conn *buckets[BUCKETS];
+	size_t n_conns;
+	size_t window_bytes;
+	struct tlscheck_stats dropped; /* of connections not followed (table full) */
+	/* wire bytes of connections without a stream, by pid */
+	struct unkeyed {
+		pid_t pid;
+		char comm[TASK_COMM_LEN];
+		uint64_t bytes;
+	} unkeyed[64];
+	size_t n_unkeyed;
+};
+
+static size_t bucket_of(pid_t pid, uint64_t conn)
+{
+	uint64_t h = conn * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uint32_t)pid;
+
+	return (size_t)((h ^ (h >> 29)) % BUCKETS);
+}
+
+static struct check_conn *find(const struct tlscheck *c, pid_t pid, uint64_t conn)
+{
+	struct check_conn *k;
+
+	for (k = c->buckets[bucket_of(pid, conn)]; k; k = k->next)
+		if (k->pid == pid && k->conn == conn)
+			return k;
+	return NULL;
+}
+
+struct tlscheck *tlscheck__new(void)
+{
+	return calloc(1, sizeof(struct tlscheck));
+}
+
+void tlscheck__free(struct tlscheck *c)
+{
+	if (!c)
+		return;
+	for (size_t b = 0; b < BUCKETS; b++) {
+		struct check_conn *k = c->buckets[b], *next;
+
+		for (; k; k = next) {
+			next = k->next;
+			tls13_stream__free(k->out);
+			free(k->w.buf);
+			free(k);
+		}
+	}
+	free(c);
+}
+
+static uint64_t be64(const uint8_t b[8])
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
+void tlscheck__key(struct tlscheck *c, const struct tls_keys_event *e)
+{
+	pid_t pid = (pid_t)e->hdr.pid;
+	struct check_conn *k = find(c, pid, e->conn);
+	size_t b;
+
+	/* Read again (its cache entry pushed out): the stream made first goes on, KeyUpdates and
+	 * all; the wire copy did not start again. */
+	if (k)
+		return;
+	if (c->n_conns >= TLSCHECK_MAX_CONNS) {
+		c->dropped.table_full++;
+		return;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return;
+	k->out = tls13_stream__new(e->cipher_suite, e->secret[1], (size_t)e->secret_len[1],
+				   be64(e->seq[1]));
+	if (!k->out) {
+		free(k);
+		return;
+	}
+	k->pid = pid;
+	k->conn = e->conn;
+	util__copy(k->comm, sizeof(k->comm), e->hdr.comm);
+	k->st.conns = 1;
+	b = bucket_of(pid, e->conn);
+	k->next = c->buckets[b];
+	c->buckets[b] = k;
+	c->n_conns++;
+}
+
+/* Room for n more bytes at the window's end, dropping its oldest bytes when it cannot grow. */
+static void window_make_room(struct tlscheck *c, struct window *w, size_t n)
+{
+	size_t want = w->len + n, cap = w->cap ? w->cap : 16384, drop;
+	uint8_t *grown;
+
+	while (cap < want && cap < TLSCHECK_WINDOW)
+		cap *= 2;
+	if (cap > TLSCHECK_WINDOW)
+		cap = TLSCHECK_WINDOW;
+	if (cap > w->cap && c->window_bytes + (cap - w->cap) <= WINDOW_BUDGET) {
+		grown = realloc(w->buf, cap);
+		if (grown) {
+			c->window_bytes += cap - w->cap;
+			w->buf = grown;
+			w->cap = cap;
+		}
+	}
+	if (want <= w->cap)
+		return;
+	drop = want - w->cap;
+	if (drop > w->len)
+		drop = w->len;
+	memmove(w->buf, w->buf + drop, w->len - drop);
+	w->len -= drop;
+	w->start += drop;
+}
+
+void tlscheck__plain(struct tlscheck *c, const struct data_event *e)
+{
+	struct check_conn *k = find(c, (pid_t)e->hdr.pid, e->conn);
+	struct window *w;
+	const uint8_t *data = e->data;
+	size_t n = e->len;
+	uint64_t at = e->offset;
+
+	if (!k || !n)
+		return;
+	w = &k->w;
+	if (at > w->start + w->len || at + n < w->start) {
+		w->start = at; /* a gap: the window starts again */
+		w->len = 0;
+	} else if (at < w->start + w->len) {
+		size_t seen = (size_t)(w->start + w->len - at); /* already held */
+
+		if (seen >= n)
+			return;
+		data += seen;
+		n -= seen;
+		at += seen;
+	}
+	w->starts[w->n_starts++ % STARTS] = e->offset;
+	window_make_room(c, w, n);
+	if (n > w->cap) { /* more than the window holds: its end */
+		data += n - w->cap;
+		at += n - w->cap;
+		n = w->cap;
+		w->start = at;
+		w->len = 0;
+	}
+	if (!w->buf)
+		return;
+	memcpy(w->buf + w->len, data, n);
+	w->len += n;
+}
+
+/* The probe offset where a record equal to plain begins: a Write's start, not before after.
+ * -1 when none of those held has its bytes. */
+static int64_t align(const struct window *w, const uint8_t *plain, size_t len, uint64_t after)
+{
+	int64_t best = -1;
+	unsigned n = w->n_starts < STARTS ? w->n_starts : STARTS;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t s = w->starts[i];
+
+		if (s < w->start || s < after || s + len > w->start + w->len)
+			continue;
+		if (best >= 0 && s >= (uint64_t)best)
+			continue;
+		if (!memcmp(w->buf + (s - w->start), plain, len))
+			best = (int64_t)s;
+	}
+	return best;
+}
+
+static void compare(struct check_conn *k, const uint8_t *plain, size_t len)
+{
+	struct window *w = &k->w;
+	uint64_t p, end_held = w->start + w->len;
+	bool differs = false;
+
+	if (!k->aligned) {
+		int64_t s = align(w, plain, len, k->last_matched);
+
+		if (s < 0) {
+			k->st.uncompared += len;
+			return;
+		}
+		k->aligned = true;
+		k->delta = s - (int64_t)k->dec_offset;
+	}
+	p = (uint64_t)((int64_t)k->dec_offset + k->delta);
+	for (size_t i = 0; i < len; i++, p++) {
+		if (p < w->start || p >= end_held)
+			k->st.uncompared++;
+		else if (w->buf[p - w->start] == plain[i])
+			k->st.equal++;
+		else {
+			k->st.differ++;
+			differs = true;
+		}
+	}
+	if (differs)
+		k->aligned = false;
+	else
+		k->last_matched = p;
+}
+
+static void on_record(void *ctx, const struct tls13_record *r)
+{
+	struct check_conn *k = ctx;
+
+	if (r->type != TLS13_TYPE_APPLICATION_DATA) {
+		k->st.other_records++;
+		return;
+	}
+	k->st.records++;
+	k->st.plain_bytes += r->len;
+	compare(k, r->plain, r->len);
+	k->dec_offset += r->len;
+}
+
+static void count_unkeyed(struct tlscheck *c, const struct data_event *e)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_unkeyed; i++)
+		if (c->unkeyed[i].pid == (pid_t)e->hdr.pid)
+			break;
+	if (i == c->n_unkeyed) {
+		if (i == sizeof(c->unkeyed) / sizeof(c->unkeyed[0]))
+			return;
+		c->n_unkeyed++;
+		c->unkeyed[i].pid = (pid_t)e->hdr.pid;
+		util__copy(c->unkeyed[i].comm, sizeof(c->unkeyed[i].comm), e->hdr.comm);
+	}
+	c->unkeyed[i].bytes += e->len;
+}
+
+void tlscheck__wire(struct tlscheck *c, const struct data_event *e)
+{
+	struct check_conn *k = find(c, (pid_t)e->hdr.pid, e->conn);
+
+	if (!k) {
+		count_unkeyed(c, e);
+		return;
+	}
+	if (k->wire_known && e->offset > k->wire_next)
+		tls13_stream__lost(k->out, e->offset - k->wire_next);
+	else if (k->wire_known && e->offset < k->wire_next)
+		return; /* a repeat */
+	k->wire_known = true;
+	k->wire_next = e->offset + e->len;
+	k->st.wire_bytes += e->len;
+	tls13_stream__feed(k->out, e->data, e->len, on_record, k);
+}
+
+static void add(struct tlscheck_stats *to, const struct tlscheck_stats *s)
+{
+	to->conns += s->conns;
+	to->wire_bytes += s->wire_bytes;
+	to->wire_unkeyed += s->wire_unkeyed;
+	to->records += s->records;
+	to->other_records += s->other_records;
+	to->plain_bytes += s->plain_bytes;
+	to->equal += s->equal;
+	to->differ += s->differ;
+	to->uncompared += s->uncompared;
+	to->unauthenticated += s->unauthenticated;
+	to->resyncs += s->resyncs;
+	to->given_up_bytes += s->given_up_bytes;
+	to->lost_bytes += s->lost_bytes;
+	to->table_full += s->table_full;
+}
+
+void tlscheck__stats(const struct tlscheck *c, pid_t pid, struct tlscheck_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t b = 0; b < BUCKETS; b++) {
+		for (const struct check_conn *k = c->buckets[b]; k; k = k->next) {
+			struct tlscheck_stats s = k->st;
+			struct tls13_stats t;
+
+			if (pid && k->pid != pid)
+				continue;
+			tls13_stream__stats(k->out, &t);
+			s.unauthenticated = t.unauthenticated;
+			s.resyncs = t.resyncs;
+			s.given_up_bytes = t.given_up_bytes;
+			s.lost_bytes = t.lost_bytes;
+			add(out, &s);
+		}
+	}
+	for (size_t i = 0; i < c->n_unkeyed; i++)
+		if (!pid || c->unkeyed[i].pid == pid)
+			out->wire_unkeyed += c->unkeyed[i].bytes;
+	if (!pid)
+		out->table_full = c->dropped.table_full;
+}
+
+static void print_line(FILE *out, pid_t pid, const char *comm, const struct tlscheck_stats *s)
+{
+	fprintf(
+	    out,
+	    "bindtrace: TLS 1.3 decrypted from write(2) (BINDTRACE_TLS_DECRYPT): pid %d (%s): "
+	    "%llu connections, %llu wire bytes, %llu records (%llu bytes) decrypted, %llu bytes "
+	    "equal to the Write probe's plaintext, %llu differing, %llu not compared; %llu "
+	    "other records, %llu records not authenticated, %llu resyncs, %llu bytes lost, "
+	    "%llu given up, %llu wire bytes without a key\n",
+	    pid, comm, (unsigned long long)s->conns, (unsigned long long)s->wire_bytes,
+	    (unsigned long long)s->records, (unsigned long long)s->plain_bytes,
+	    (unsigned long long)s->equal, (unsigned long long)s->differ,
+	    (unsigned long long)s->uncompared, (unsigned long long)s->other_records,
+	    (unsigned long long)s->unauthenticated, (unsigned long long)s->resyncs,
+	    (unsigned long long)s->lost_bytes, (unsigned long long)s->given_up_bytes,
+	    (unsigned long long)s->wire_unkeyed);
+}
+
+void tlscheck__print(const struct tlscheck *c, FILE *out)
+{
+	pid_t done[256];
+	size_t n_done = 0;
+	struct tlscheck_stats s;
+
+	/* One line per process, in the order their connections hash: each pid once. */
+	for (size_t b = 0; b < BUCKETS; b++) {
+		for (const struct check_conn *k = c->buckets[b]; k; k = k->next) {
+			size_t i;
+
+			for (i = 0; i < n_done && done[i] != k->pid; i++)
+				;
+			if (i < n_done || n_done == sizeof(done) / sizeof(done[0]))
+				continue;
+			done[n_done++] = k->pid;
+			tlscheck__stats(c, k->pid, &s);
+			print_line(out, k->pid, k->comm, &s);
+		}
+	}
+	for (size_t i = 0; i < c->n_unkeyed; i++) {
+		size_t j;
+
+		for (j = 0; j < n_done && done[j] != c->unkeyed[i].pid; j++)
+			;
+		if (j < n_done)
+			continue;
+		tlscheck__stats(c, c->unkeyed[i].pid, &s);
+		print_line(out, c->unkeyed[i].pid, c->unkeyed[i].comm, &s);
+	}
+	if (c->dropped.table_full)
+		fprintf(out,
+			"bindtrace: TLS 1.3 decrypted from write(2) (BINDTRACE_TLS_DECRYPT): %llu "
+			"connections not followed (table full)\n",
+			(unsigned long long)c->dropped.table_full);
+}
