@@ -391,9 +391,10 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 	if (dir == DIR_OUT && st->sk) {
 		struct tcp_sock *tp = (struct tcp_sock *)st->sk;
 
-		/* A TLS Write is seen before its write(2)s, a plaintext one after its write(2). */
+		/* A TLS Write is seen before its write(2)s, and so is a keyed connection's wire
+		 * copy; a plaintext one after its write(2). */
 		e->tcp_seq = BPF_CORE_READ(tp, write_seq);
-		if (source != SOURCE_TLS)
+		if (source == SOURCE_SYSCALL)
 			e->tcp_seq -= (__u32)total;
 		e->flags = DATA_HAS_TCP_SEQ;
 	}
@@ -835,7 +836,7 @@ static __always_inline void emit_sock_read(struct conn_state *st, __u64 ino, int
 }
 
 /* Plain TCP through syscalls: remember (fd, buf) at entry, copy what the kernel moved at exit. */
-static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
+static __always_inline int sys_enter(__s64 fd, __u64 buf, __u64 count, bool is_write)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -865,8 +866,15 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, bool is_write)
 		bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
 		return 0;
 	}
+	/* Copied at entry, before a byte reaches the peer: its read(2) cannot come first. What a
+	 * short write did not move comes again in the next write(2), at the same wire offsets
+	 * (sys_exit takes them back). */
 	if (copy_tls_wire && is_write && (st->flags & CONN_KEYED)) {
+		if (!count)
+			return 0;
+		emit(st, pr.ino, (int)fd, DIR_OUT, SOURCE_TLS_WIRE, buf, count, PROBE_SYS_ENTER);
 		pr.cap = 2; /* marks a keyed connection's ciphertext */
+		pr.buf = count;
 		bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
 		return 0;
 	}
@@ -908,10 +916,11 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 		bpf_map_delete_elem(&sys_calls, &tid);
 		return 0;
 	}
-	if (pr->cap == 2) {
-		if (st && ret > 0 && dir == DIR_OUT)
-			emit(st, pr->ino, pr->fd, DIR_OUT, SOURCE_TLS_WIRE, pr->buf, (__u64)ret,
-			     PROBE_SYS_EXIT);
+	if (pr->cap == 2) { /* pr->buf: the count copied at entry */
+		__u64 moved = ret > 0 ? (__u64)ret : 0;
+
+		if (st && moved < pr->buf && st->wire_offset >= pr->buf - moved)
+			st->wire_offset -= pr->buf - moved;
 		bpf_map_delete_elem(&sys_calls, &tid);
 		return 0;
 	}
@@ -933,7 +942,7 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 SEC("tracepoint/syscalls/sys_enter_write")
 int sys_enter_write(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1], true);
+	return sys_enter(ctx->args[0], ctx->args[1], ctx->args[2], true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_write")
@@ -945,7 +954,7 @@ int sys_exit_write(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_sendto")
 int sys_enter_sendto(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1], true);
+	return sys_enter(ctx->args[0], ctx->args[1], ctx->args[2], true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
@@ -957,7 +966,7 @@ int sys_exit_sendto(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_read")
 int sys_enter_read(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1], false);
+	return sys_enter(ctx->args[0], ctx->args[1], ctx->args[2], false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_read")
@@ -969,7 +978,7 @@ int sys_exit_read(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_recvfrom")
 int sys_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1], false);
+	return sys_enter(ctx->args[0], ctx->args[1], ctx->args[2], false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")

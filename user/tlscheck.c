@@ -283,19 +283,28 @@ static void count_unkeyed(struct tlscheck *c, const struct data_event *e)
 void tlscheck__wire(struct tlscheck *c, const struct data_event *e)
 {
 	struct check_conn *k = find(c, (pid_t)e->hdr.pid, e->conn);
+	const uint8_t *data = e->data;
+	uint64_t at = e->offset;
+	size_t n = e->len;
 
 	if (!k) {
 		count_unkeyed(c, e);
 		return;
 	}
-	if (k->wire_known && e->offset > k->wire_next)
-		tls13_stream__lost(k->out, e->offset - k->wire_next);
-	else if (k->wire_known && e->offset < k->wire_next)
-		return; /* a repeat */
+	if (k->wire_known && at < k->wire_next) {
+		/* Sent again after a short write: the part already fed goes. */
+		if (at + n <= k->wire_next)
+			return;
+		data += k->wire_next - at;
+		n -= (size_t)(k->wire_next - at);
+		at = k->wire_next;
+	} else if (k->wire_known && at > k->wire_next) {
+		tls13_stream__lost(k->out, at - k->wire_next);
+	}
 	k->wire_known = true;
-	k->wire_next = e->offset + e->len;
-	k->st.wire_bytes += e->len;
-	tls13_stream__feed(k->out, e->data, e->len, on_record, k);
+	k->wire_next = at + n;
+	k->st.wire_bytes += n;
+	tls13_stream__feed(k->out, data, n, on_record, k);
 }
 
 static void add(struct tlscheck_stats *to, const struct tlscheck_stats *s)
