@@ -12,7 +12,7 @@
 #include "capture.skel.h"
 #include "link_reaper.h"
 #include "session.h"
-#include "tlscheck.h"
+#include "tlswire.h"
 #include "tlsprobe.h"
 #include "util.h"
 
@@ -40,7 +40,8 @@ struct session {
 	} * tls_seen;
 	size_t n_tls_seen;
 	uint64_t tls_pairs;
-	struct tlscheck *tls_check; /* BINDTRACE_TLS_DECRYPT=1 */
+	struct tlswire *tls_wire; /* BINDTRACE_TLS_DECRYPT=1 or BINDTRACE_TLS_WIRE=1 */
+	bool wire_delivers;	  /* BINDTRACE_TLS_WIRE=1: keyed connections' Writes from it */
 };
 
 /* Set by SIGINT/SIGTERM and session__stop, and by SIGHUP: one session runs per process. */
@@ -141,8 +142,8 @@ static void count_tls_keys(struct session *s, const struct tls_keys_event *e)
 	if (!refused) {
 		c->valid++;
 		match_tls_ends(s, e);
-		if (s->tls_check)
-			tlscheck__key(s->tls_check, e);
+		if (s->tls_wire)
+			tlswire__key(s->tls_wire, e);
 	} else if (!c->refused[0])
 		util__copy(c->refused, sizeof(c->refused), refused);
 }
@@ -160,12 +161,14 @@ static int on_record(void *ctx, void *data, size_t size)
 	case EVENT_DATA:
 		if (size < sizeof(*e) || e->len > size - sizeof(*e))
 			break;
-		if (s->tls_check && e->source == SOURCE_TLS_WIRE) {
-			tlscheck__wire(s->tls_check, e);
+		if (s->tls_wire && e->source == SOURCE_TLS_WIRE) {
+			tlswire__wire(s->tls_wire, e);
 			break;
 		}
-		if (s->tls_check && e->source == SOURCE_TLS && e->dir == DIR_OUT)
-			tlscheck__plain(s->tls_check, e);
+		/* From the key on, a connection's Writes come from its wire when delivering. */
+		if (s->tls_wire && e->source == SOURCE_TLS && e->dir == DIR_OUT &&
+		    tlswire__plain(s->tls_wire, e) && s->wire_delivers)
+			break;
 		if (s->h.data)
 			s->h.data(s->h.ctx, e);
 		break;
@@ -199,6 +202,13 @@ static const char *const probe_names[PROBE_MAX] = {
 	[PROBE_FSYNC] = "fsync",
 };
 
+static bool env_on(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0") != 0;
+}
+
 static void probe_hits__configure(struct capture_bpf *skel)
 {
 	const char *v = getenv("BINDTRACE_PROBE_HITS");
@@ -210,9 +220,10 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
 	v = getenv("BINDTRACE_TLS_KEYS");
 	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
-	/* BINDTRACE_TLS_DECRYPT=1: the state read, and the keyed connections' write(2)s copied. */
-	v = getenv("BINDTRACE_TLS_DECRYPT");
-	skel->rodata->copy_tls_wire = v && *v && strcmp(v, "0") != 0;
+	/* BINDTRACE_TLS_DECRYPT=1 and BINDTRACE_TLS_WIRE=1: the state read, and the keyed
+	 * connections' write(2)s copied (see tlswire.h). */
+	skel->rodata->copy_tls_wire =
+	    env_on("BINDTRACE_TLS_DECRYPT") || env_on("BINDTRACE_TLS_WIRE");
 	if (skel->rodata->copy_tls_wire)
 		skel->rodata->harvest_tls_keys = true;
 }
@@ -251,8 +262,8 @@ void session__print_tls_keys(const struct session *s, FILE *out)
 			c->pid, c->comm, (unsigned long long)c->conns, (unsigned long long)c->valid,
 			c->refused[0] ? "; the first refused: " : "", c->refused);
 	}
-	if (s->tls_check)
-		tlscheck__print(s->tls_check, out);
+	if (s->tls_wire)
+		tlswire__print(s->tls_wire, out);
 }
 
 void session__print_probe_hits(struct session *s, FILE *out)
@@ -319,6 +330,15 @@ static int attach_tracepoints(struct session *s)
 	return 0;
 }
 
+/* A record of a keyed connection as its Write (BINDTRACE_TLS_WIRE=1). */
+static void deliver_wire(void *ctx, const struct data_event *e)
+{
+	struct session *s = ctx;
+
+	if (s->h.data)
+		s->h.data(s->h.ctx, e);
+}
+
 static int load(struct session *s)
 {
 	int err;
@@ -334,8 +354,9 @@ static int load(struct session *s)
 	s->skel->rodata->capture_syscalls = !s->opt.no_syscall_data;
 	probe_hits__configure(s->skel);
 	if (s->skel->rodata->copy_tls_wire) {
-		s->tls_check = tlscheck__new();
-		if (!s->tls_check) {
+		s->wire_delivers = env_on("BINDTRACE_TLS_WIRE");
+		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s);
+		if (!s->tls_wire) {
 			fprintf(stderr, "%s: out of memory\n", s->opt.name);
 			return -ENOMEM;
 		}
@@ -547,6 +568,6 @@ void session__close(struct session *s)
 	free(s->tracepoints);
 	capture_bpf__destroy(s->skel);
 	free(s->tls_seen);
-	tlscheck__free(s->tls_check);
+	tlswire__free(s->tls_wire);
 	free(s);
 }

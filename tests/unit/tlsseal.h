@@ -1,5 +1,5 @@
 /* A TLS 1.3 sender for the unit tests: seals records as RFC 8446 5.2 says, with its own secret
- * and sequence number (libcrypto), for tls13 and tlscheck to open. */
+ * and sequence number (libcrypto), for tls13 and tlswire to open. */
 #ifndef BINDTRACE_TLSSEAL_H
 #define BINDTRACE_TLSSEAL_H
 

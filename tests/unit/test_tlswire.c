@@ -1,4 +1,4 @@
-/* tlscheck: a connection's records sealed here (its secret and sequence number as a
+/* tlswire: a connection's records sealed here (its secret and sequence number as a
  * tls_keys_event carries them) against the Write probe's plaintext: equal bytes counted equal
  * whatever the wire's pieces, a changed byte counted as differing, a record whose Write is not
  * held not compared, lost wire bytes found again, a second key for the same connection ignored,
@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "tls13.h"
-#include "tlscheck.h"
+#include "tlswire.h"
 #include "tlsseal.h"
 
 #define PID 4242
@@ -31,29 +31,29 @@ static struct data_event *event(uint8_t source, uint64_t offset, const uint8_t *
 	return e;
 }
 
-static void plain(struct tlscheck *c, uint64_t offset, const uint8_t *data, size_t len)
+static void plain(struct tlswire *c, uint64_t offset, const uint8_t *data, size_t len)
 {
 	struct data_event *e = event(SOURCE_TLS, offset, data, len, CONN);
 
-	tlscheck__plain(c, e);
+	tlswire__plain(c, e);
 	free(e);
 }
 
 /* The wire fed in pieces of `piece` bytes (0: whole), from wire offset at. */
-static void wire(struct tlscheck *c, uint64_t at, const uint8_t *data, size_t len, size_t piece,
+static void wire(struct tlswire *c, uint64_t at, const uint8_t *data, size_t len, size_t piece,
 		 uint64_t conn)
 {
 	for (size_t done = 0; done < len;) {
 		size_t n = piece && len - done > piece ? piece : len - done;
 		struct data_event *e = event(SOURCE_TLS_WIRE, at + done, data + done, n, conn);
 
-		tlscheck__wire(c, e);
+		tlswire__wire(c, e);
 		free(e);
 		done += n;
 	}
 }
 
-static void key(struct tlscheck *c, const struct sealer *s)
+static void key(struct tlswire *c, const struct sealer *s)
 {
 	struct tls_keys_event k = { 0 };
 
@@ -69,7 +69,7 @@ static void key(struct tlscheck *c, const struct sealer *s)
 	k.secret_len[0] = k.secret_len[1] = s->secret_len;
 	memcpy(k.secret[1], s->secret, s->secret_len);
 	memset(k.secret[0], 0x55, s->secret_len);
-	tlscheck__key(c, &k);
+	tlswire__key(c, &k);
 }
 
 static struct sealer new_sealer(void)
@@ -84,10 +84,10 @@ static struct sealer new_sealer(void)
 
 static void test_equal(size_t piece)
 {
-	struct tlscheck *c = tlscheck__new();
+	struct tlswire *c = tlswire__new(NULL, NULL);
 	struct sealer s = new_sealer();
 	static uint8_t a[100], b[3000], w[8192];
-	struct tlscheck_stats st;
+	struct tlswire_stats st;
 	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(a); i++)
@@ -104,7 +104,7 @@ static void test_equal(size_t piece)
 	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, b + 1500, 1500, 3, w + n);
 	n += seal(&s, TLS13_TYPE_HANDSHAKE, (const uint8_t *)"\x04\x00\x00\x00", 4, 0, w + n);
 	wire(c, 0, w, n, piece, CONN);
-	tlscheck__stats(c, PID, &st);
+	tlswire__stats(c, PID, &st);
 	CHECK_INT(st.conns, 1);
 	CHECK_INT(st.records, 3);
 	CHECK_INT(st.other_records, 1);
@@ -114,15 +114,15 @@ static void test_equal(size_t piece)
 	CHECK_INT(st.uncompared, 0);
 	CHECK_INT(st.wire_bytes, n);
 	CHECK_INT(st.unauthenticated, 0);
-	tlscheck__free(c);
+	tlswire__free(c);
 }
 
 static void test_differ_and_lost(void)
 {
-	struct tlscheck *c = tlscheck__new();
+	struct tlswire *c = tlswire__new(NULL, NULL);
 	struct sealer s = new_sealer();
 	uint8_t a[200], changed[200], w[4096];
-	struct tlscheck_stats st;
+	struct tlswire_stats st;
 	size_t n = 0, first;
 
 	for (size_t i = 0; i < sizeof(a); i++)
@@ -141,7 +141,7 @@ static void test_differ_and_lost(void)
 	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, sizeof(a), 0, w + n);
 	wire(c, 0, w, first - 10, 0, CONN); /* the third record's end lost */
 	wire(c, first, w + first, n - first, 7, CONN);
-	tlscheck__stats(c, PID, &st);
+	tlswire__stats(c, PID, &st);
 	CHECK_INT(st.conns, 1);
 	CHECK_INT(st.records, 3);
 	CHECK_INT(st.differ, 1);
@@ -150,30 +150,30 @@ static void test_differ_and_lost(void)
 	CHECK_INT(st.resyncs, 1);
 	/* Without a key: counted, not decrypted. */
 	wire(c, 0, w, first, 0, CONN + 1);
-	tlscheck__stats(c, PID, &st);
+	tlswire__stats(c, PID, &st);
 	CHECK_INT(st.wire_unkeyed, first);
 	CHECK_INT(st.records, 3);
-	tlscheck__free(c);
+	tlswire__free(c);
 }
 
 /* A record whose Write the window no longer holds (or never did) is not compared. */
 static void test_uncompared(void)
 {
-	struct tlscheck *c = tlscheck__new();
+	struct tlswire *c = tlswire__new(NULL, NULL);
 	struct sealer s = new_sealer();
 	uint8_t a[64], w[512];
-	struct tlscheck_stats st;
+	struct tlswire_stats st;
 	size_t n;
 
 	memset(a, 'x', sizeof(a));
 	key(c, &s);
 	n = seal(&s, TLS13_TYPE_APPLICATION_DATA, a, sizeof(a), 0, w);
 	wire(c, 0, w, n, 0, CONN);
-	tlscheck__stats(c, PID, &st);
+	tlswire__stats(c, PID, &st);
 	CHECK_INT(st.records, 1);
 	CHECK_INT(st.uncompared, 64);
 	CHECK_INT(st.equal + st.differ, 0);
-	tlscheck__free(c);
+	tlswire__free(c);
 }
 
 int main(void)
@@ -183,5 +183,5 @@ int main(void)
 	test_equal(333);
 	test_differ_and_lost();
 	test_uncompared();
-	return check_summary("test_tlscheck");
+	return check_summary("test_tlswire");
 }

@@ -1,9 +1,10 @@
-/* The wire's TLS 1.3 records against the Write probe's plaintext. See tlscheck.h. */
+/* A keyed connection's TLS 1.3 records from its write(2)s: checked against the Write probe's
+ * plaintext, delivered in its place. See tlswire.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tls13.h"
-#include "tlscheck.h"
+#include "tlswire.h"
 #include "util.h"
 
 #define BUCKETS 4096
@@ -31,15 +32,20 @@ struct check_conn {
 	uint64_t dec_offset;   /* application-data plaintext decrypted so far */
 	uint64_t last_matched; /* probe offset after the last equal record: where to realign */
 	struct window w;
-	struct tlscheck_stats st; /* this connection's part */
+	struct tlswire_stats st; /* this connection's part */
+	struct tlswire *owner;
+	const struct data_event *wire_ev; /* the wire event being fed */
 	struct check_conn *next;
 };
 
-struct tlscheck {
+struct tlswire {
+	tlswire_deliver_fn deliver;
+	void *deliver_ctx;
+	struct data_event *out; /* one record's event */
 	struct check_conn *buckets[BUCKETS];
 	size_t n_conns;
 	size_t window_bytes;
-	struct tlscheck_stats dropped; /* of connections not followed (table full) */
+	struct tlswire_stats dropped; /* of connections not followed (table full) */
 	/* wire bytes of connections without a stream, by pid */
 	struct unkeyed {
 		pid_t pid;
@@ -56,7 +62,7 @@ static size_t bucket_of(pid_t pid, uint64_t conn)
 	return (size_t)((h ^ (h >> 29)) % BUCKETS);
 }
 
-static struct check_conn *find(const struct tlscheck *c, pid_t pid, uint64_t conn)
+static struct check_conn *find(const struct tlswire *c, pid_t pid, uint64_t conn)
 {
 	struct check_conn *k;
 
@@ -66,12 +72,25 @@ static struct check_conn *find(const struct tlscheck *c, pid_t pid, uint64_t con
 	return NULL;
 }
 
-struct tlscheck *tlscheck__new(void)
+struct tlswire *tlswire__new(tlswire_deliver_fn deliver, void *ctx)
 {
-	return calloc(1, sizeof(struct tlscheck));
+	struct tlswire *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->deliver = deliver;
+	c->deliver_ctx = ctx;
+	if (deliver) {
+		c->out = malloc(sizeof(*c->out) + TLS13_MAX_PLAINTEXT);
+		if (!c->out) {
+			free(c);
+			return NULL;
+		}
+	}
+	return c;
 }
 
-void tlscheck__free(struct tlscheck *c)
+void tlswire__free(struct tlswire *c)
 {
 	if (!c)
 		return;
@@ -85,6 +104,7 @@ void tlscheck__free(struct tlscheck *c)
 			free(k);
 		}
 	}
+	free(c->out);
 	free(c);
 }
 
@@ -97,7 +117,7 @@ static uint64_t be64(const uint8_t b[8])
 	return v;
 }
 
-void tlscheck__key(struct tlscheck *c, const struct tls_keys_event *e)
+void tlswire__key(struct tlswire *c, const struct tls_keys_event *e)
 {
 	pid_t pid = (pid_t)e->hdr.pid;
 	struct check_conn *k = find(c, pid, e->conn);
@@ -107,7 +127,7 @@ void tlscheck__key(struct tlscheck *c, const struct tls_keys_event *e)
 	 * all; the wire copy did not start again. */
 	if (k)
 		return;
-	if (c->n_conns >= TLSCHECK_MAX_CONNS) {
+	if (c->n_conns >= TLSWIRE_MAX_CONNS) {
 		c->dropped.table_full++;
 		return;
 	}
@@ -121,6 +141,7 @@ void tlscheck__key(struct tlscheck *c, const struct tls_keys_event *e)
 		return;
 	}
 	k->pid = pid;
+	k->owner = c;
 	k->conn = e->conn;
 	util__copy(k->comm, sizeof(k->comm), e->hdr.comm);
 	k->st.conns = 1;
@@ -131,15 +152,15 @@ void tlscheck__key(struct tlscheck *c, const struct tls_keys_event *e)
 }
 
 /* Room for n more bytes at the window's end, dropping its oldest bytes when it cannot grow. */
-static void window_make_room(struct tlscheck *c, struct window *w, size_t n)
+static void window_make_room(struct tlswire *c, struct window *w, size_t n)
 {
 	size_t want = w->len + n, cap = w->cap ? w->cap : 16384, drop;
 	uint8_t *grown;
 
-	while (cap < want && cap < TLSCHECK_WINDOW)
+	while (cap < want && cap < TLSWIRE_WINDOW)
 		cap *= 2;
-	if (cap > TLSCHECK_WINDOW)
-		cap = TLSCHECK_WINDOW;
+	if (cap > TLSWIRE_WINDOW)
+		cap = TLSWIRE_WINDOW;
 	if (cap > w->cap && c->window_bytes + (cap - w->cap) <= WINDOW_BUDGET) {
 		grown = realloc(w->buf, cap);
 		if (grown) {
@@ -158,7 +179,7 @@ static void window_make_room(struct tlscheck *c, struct window *w, size_t n)
 	w->start += drop;
 }
 
-void tlscheck__plain(struct tlscheck *c, const struct data_event *e)
+bool tlswire__plain(struct tlswire *c, const struct data_event *e)
 {
 	struct check_conn *k = find(c, (pid_t)e->hdr.pid, e->conn);
 	struct window *w;
@@ -166,8 +187,10 @@ void tlscheck__plain(struct tlscheck *c, const struct data_event *e)
 	size_t n = e->len;
 	uint64_t at = e->offset;
 
-	if (!k || !n)
-		return;
+	if (!k)
+		return false;
+	if (!n)
+		return true;
 	w = &k->w;
 	if (at > w->start + w->len || at + n < w->start) {
 		w->start = at; /* a gap: the window starts again */
@@ -176,7 +199,7 @@ void tlscheck__plain(struct tlscheck *c, const struct data_event *e)
 		size_t seen = (size_t)(w->start + w->len - at); /* already held */
 
 		if (seen >= n)
-			return;
+			return true;
 		data += seen;
 		n -= seen;
 		at += seen;
@@ -191,9 +214,10 @@ void tlscheck__plain(struct tlscheck *c, const struct data_event *e)
 		w->len = 0;
 	}
 	if (!w->buf)
-		return;
+		return true;
 	memcpy(w->buf + w->len, data, n);
 	w->len += n;
+	return true;
 }
 
 /* The probe offset where a record equal to plain begins: a Write's start, not before after.
@@ -249,6 +273,27 @@ static void compare(struct check_conn *k, const uint8_t *plain, size_t len)
 		k->last_matched = p;
 }
 
+/* The record as the connection's Write: the wire event's process, socket and addresses; the
+ * TCP sequence number of its header (the wire's bytes follow the socket's, one for one, from
+ * the event's); the time of the write(2) that completed it. */
+static void deliver(struct check_conn *k, const struct tls13_record *r)
+{
+	struct tlswire *c = k->owner;
+	const struct data_event *w = k->wire_ev;
+	struct data_event *e = c->out;
+
+	if (!w || r->len > TLS13_MAX_PLAINTEXT)
+		return;
+	memcpy(e, w, sizeof(*e));
+	e->source = SOURCE_TLS;
+	e->offset = k->dec_offset;
+	e->len = (__u32)r->len;
+	e->tcp_seq = w->tcp_seq + (uint32_t)(r->offset - w->offset);
+	memcpy(e->data, r->plain, r->len);
+	c->deliver(c->deliver_ctx, e);
+	k->st.delivered++;
+}
+
 static void on_record(void *ctx, const struct tls13_record *r)
 {
 	struct check_conn *k = ctx;
@@ -260,10 +305,12 @@ static void on_record(void *ctx, const struct tls13_record *r)
 	k->st.records++;
 	k->st.plain_bytes += r->len;
 	compare(k, r->plain, r->len);
+	if (k->owner->deliver)
+		deliver(k, r);
 	k->dec_offset += r->len;
 }
 
-static void count_unkeyed(struct tlscheck *c, const struct data_event *e)
+static void count_unkeyed(struct tlswire *c, const struct data_event *e)
 {
 	size_t i;
 
@@ -280,7 +327,7 @@ static void count_unkeyed(struct tlscheck *c, const struct data_event *e)
 	c->unkeyed[i].bytes += e->len;
 }
 
-void tlscheck__wire(struct tlscheck *c, const struct data_event *e)
+void tlswire__wire(struct tlswire *c, const struct data_event *e)
 {
 	struct check_conn *k = find(c, (pid_t)e->hdr.pid, e->conn);
 	const uint8_t *data = e->data;
@@ -304,10 +351,12 @@ void tlscheck__wire(struct tlscheck *c, const struct data_event *e)
 	k->wire_known = true;
 	k->wire_next = at + n;
 	k->st.wire_bytes += n;
+	k->wire_ev = e;
 	tls13_stream__feed(k->out, data, n, on_record, k);
+	k->wire_ev = NULL;
 }
 
-static void add(struct tlscheck_stats *to, const struct tlscheck_stats *s)
+static void add(struct tlswire_stats *to, const struct tlswire_stats *s)
 {
 	to->conns += s->conns;
 	to->wire_bytes += s->wire_bytes;
@@ -323,14 +372,15 @@ static void add(struct tlscheck_stats *to, const struct tlscheck_stats *s)
 	to->given_up_bytes += s->given_up_bytes;
 	to->lost_bytes += s->lost_bytes;
 	to->table_full += s->table_full;
+	to->delivered += s->delivered;
 }
 
-void tlscheck__stats(const struct tlscheck *c, pid_t pid, struct tlscheck_stats *out)
+void tlswire__stats(const struct tlswire *c, pid_t pid, struct tlswire_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	for (size_t b = 0; b < BUCKETS; b++) {
 		for (const struct check_conn *k = c->buckets[b]; k; k = k->next) {
-			struct tlscheck_stats s = k->st;
+			struct tlswire_stats s = k->st;
 			struct tls13_stats t;
 
 			if (pid && k->pid != pid)
@@ -350,29 +400,29 @@ void tlscheck__stats(const struct tlscheck *c, pid_t pid, struct tlscheck_stats 
 		out->table_full = c->dropped.table_full;
 }
 
-static void print_line(FILE *out, pid_t pid, const char *comm, const struct tlscheck_stats *s)
+static void print_line(FILE *out, pid_t pid, const char *comm, const struct tlswire_stats *s)
 {
 	fprintf(
 	    out,
-	    "bindtrace: TLS 1.3 decrypted from write(2) (BINDTRACE_TLS_DECRYPT): pid %d (%s): "
+	    "bindtrace: TLS 1.3 decrypted from write(2): pid %d (%s): "
 	    "%llu connections, %llu wire bytes, %llu records (%llu bytes) decrypted, %llu bytes "
 	    "equal to the Write probe's plaintext, %llu differing, %llu not compared; %llu "
 	    "other records, %llu records not authenticated, %llu resyncs, %llu bytes lost, "
-	    "%llu given up, %llu wire bytes without a key\n",
+	    "%llu given up, %llu wire bytes without a key; %llu records delivered as Writes\n",
 	    pid, comm, (unsigned long long)s->conns, (unsigned long long)s->wire_bytes,
 	    (unsigned long long)s->records, (unsigned long long)s->plain_bytes,
 	    (unsigned long long)s->equal, (unsigned long long)s->differ,
 	    (unsigned long long)s->uncompared, (unsigned long long)s->other_records,
 	    (unsigned long long)s->unauthenticated, (unsigned long long)s->resyncs,
 	    (unsigned long long)s->lost_bytes, (unsigned long long)s->given_up_bytes,
-	    (unsigned long long)s->wire_unkeyed);
+	    (unsigned long long)s->wire_unkeyed, (unsigned long long)s->delivered);
 }
 
-void tlscheck__print(const struct tlscheck *c, FILE *out)
+void tlswire__print(const struct tlswire *c, FILE *out)
 {
 	pid_t done[256];
 	size_t n_done = 0;
-	struct tlscheck_stats s;
+	struct tlswire_stats s;
 
 	/* One line per process, in the order their connections hash: each pid once. */
 	for (size_t b = 0; b < BUCKETS; b++) {
@@ -384,7 +434,7 @@ void tlscheck__print(const struct tlscheck *c, FILE *out)
 			if (i < n_done || n_done == sizeof(done) / sizeof(done[0]))
 				continue;
 			done[n_done++] = k->pid;
-			tlscheck__stats(c, k->pid, &s);
+			tlswire__stats(c, k->pid, &s);
 			print_line(out, k->pid, k->comm, &s);
 		}
 	}
@@ -395,12 +445,12 @@ void tlscheck__print(const struct tlscheck *c, FILE *out)
 			;
 		if (j < n_done)
 			continue;
-		tlscheck__stats(c, c->unkeyed[i].pid, &s);
+		tlswire__stats(c, c->unkeyed[i].pid, &s);
 		print_line(out, c->unkeyed[i].pid, c->unkeyed[i].comm, &s);
 	}
 	if (c->dropped.table_full)
 		fprintf(out,
-			"bindtrace: TLS 1.3 decrypted from write(2) (BINDTRACE_TLS_DECRYPT): %llu "
+			"bindtrace: TLS 1.3 decrypted from write(2): %llu "
 			"connections not followed (table full)\n",
 			(unsigned long long)c->dropped.table_full);
 }
