@@ -581,6 +581,7 @@ static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u
 {
 	const struct tls_layout *l;
 	struct tls_keys_event *e;
+	bool keyed;
 
 	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
 	if (!l)
@@ -599,12 +600,15 @@ static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u
 			    (void *)(tls_conn + l->conn_cipher_suite));
 	read_half(e, 0, tls_conn + l->conn_in, l);
 	read_half(e, 1, tls_conn + l->conn_out, l);
+	/* Keyed (its write(2)s copied) only as TLS 1.3 with an out secret: a handshake not done
+	 * yet is keyed by setTrafficSecret (tls_secret), a TLS 1.2 connection never. */
+	keyed = e->vers == 0x0304 && (e->secret_len[1] == 32 || e->secret_len[1] == 48);
 	bpf_ringbuf_submit(e, ringbuf_flags());
-	return true;
+	return keyed;
 }
 
-static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_state **st,
-				      __u64 *ino)
+static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn_state **st,
+					 __u64 *ino, bool harvest)
 {
 	struct tls_conn_key key = { .tgid = tgid, .tls_conn = tls_conn };
 	struct conn_search s = { .tgid = tgid, .fd = -1 };
@@ -637,9 +641,15 @@ static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_st
 	found.ino = s.ino;
 	bpf_map_update_elem(&tls_conn_fds, &key, &found, BPF_ANY);
 	/* The wire copy starts with the state read: its first record is sealed at that seq. */
-	if (harvest_tls_keys && harvest_keys(tls_conn, tgid, s.fd, s.ino))
+	if (harvest && harvest_tls_keys && harvest_keys(tls_conn, tgid, s.fd, s.ino))
 		s.st->flags |= CONN_KEYED;
 	return s.fd;
+}
+
+static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_state **st,
+				      __u64 *ino)
+{
+	return go_conn_fd_of(tls_conn, tgid, st, ino, true);
 }
 
 /* A uprobe whose single-step is interrupted by a signal (Go preempts goroutines with SIGURG)
@@ -707,6 +717,59 @@ int BPF_KPROBE(tls_write)
 	st->last_write_sig = sig;
 	st->flags |= CONN_TLS;
 	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, buf, len, PROBE_TLS_WRITE);
+	return 0;
+}
+
+/* Go's QUICEncryptionLevelApplication: setTrafficSecret's level for the traffic secrets. */
+#define GO_TLS_LEVEL_APPLICATION 3
+
+/* crypto/tls.(*halfConn).setTrafficSecret(suite *cipherSuiteTLS13, level, secret []byte) (Go
+ * 1.21+; receiver AX, suite BX, level CX, secret DI/SI): a connection's new application traffic
+ * secret, set at the end of its handshake (and at a KeyUpdate). When the half is the out one (the
+ * receiver minus the layout's conn_out leads to a *tls.Conn whose socket go_conn_fd finds), its
+ * secret with sequence number 0 keys the connection from its first record on (copy_tls_wire):
+ * the connections opened after attaching, with no Write probe. */
+SEC("uprobe")
+int BPF_KPROBE(tls_secret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct conn_state *st = NULL;
+	const struct tls_layout *l;
+	struct tls_keys_event *e;
+	__u64 ino = 0, len = ctx->si;
+	__u16 suite = 0;
+	int fd;
+
+	if (!uprobe_wanted(tgid))
+		return 0;
+	count_hit(tgid, PROBE_TLS_SECRET);
+	if (branch_to_morestack(ctx) || !copy_tls_wire || ctx->cx != GO_TLS_LEVEL_APPLICATION ||
+	    (len != 32 && len != 48))
+		return 0;
+	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
+	if (!l || ctx->ax < l->conn_out)
+		return 0;
+	fd = go_conn_fd_of(ctx->ax - l->conn_out, tgid, &st, &ino, false);
+	if (fd < 0 || !st || bpf_probe_read_user(&suite, sizeof(suite), (void *)ctx->bx))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(COUNTER_RINGBUF_DROPS, 1);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fill_header(&e->hdr, EVENT_TLS_KEYS);
+	e->conn = ino;
+	e->fd = fd;
+	e->flags = TLS_KEYS_OUT_ONLY;
+	e->cipher_suite = suite;
+	e->secret_len[1] = len;
+	if (len == 32)
+		bpf_probe_read_user(e->secret[1], 32, (void *)ctx->di);
+	else
+		bpf_probe_read_user(e->secret[1], 48, (void *)ctx->di);
+	bpf_ringbuf_submit(e, ringbuf_flags());
+	st->flags |= CONN_TLS | CONN_KEYED;
 	return 0;
 }
 
@@ -835,6 +898,30 @@ static __always_inline void emit_sock_read(struct conn_state *st, __u64 ino, int
 	count_emitted(id >> 32, PROBE_SYS_EXIT, 1, sizeof(*e));
 }
 
+/* copy_tls_wire: write(2)s of TLS sockets not keyed, by process (their plaintext needs the Write
+ * probe: user space puts it back when this grows while it is off). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} wire_unkeyed SEC(".maps");
+
+static __always_inline void count_unkeyed(__u32 tgid, __u64 buf)
+{
+	__u64 one = 1, *n;
+	__u8 type = 0;
+
+	/* Application data only: a Go client writes its ClientHello before it has a secret. */
+	if (bpf_probe_read_user(&type, 1, (void *)buf) || type != 23)
+		return;
+	n = bpf_map_lookup_elem(&wire_unkeyed, &tgid);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&wire_unkeyed, &tgid, &one, BPF_NOEXIST);
+}
+
 /* Plain TCP through syscalls: remember (fd, buf) at entry, copy what the kernel moved at exit. */
 static __always_inline int sys_enter(__s64 fd, __u64 buf, __u64 count, bool is_write)
 {
@@ -869,6 +956,8 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, __u64 count, bool is_w
 	/* Copied at entry, before a byte reaches the peer: its read(2) cannot come first. What a
 	 * short write did not move comes again in the next write(2), at the same wire offsets
 	 * (sys_exit takes them back). */
+	if (copy_tls_wire && is_write && (st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS)
+		count_unkeyed(id >> 32, buf);
 	if (copy_tls_wire && is_write && (st->flags & CONN_KEYED)) {
 		if (!count)
 			return 0;
@@ -929,9 +1018,11 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 	 * (a server's handshake, or a connection older than the tracer): its ciphertext is not
 	 * captured. */
 	if (st && ret > 0 && !(st->flags & CONN_TLS)) {
-		if (st->offset[dir & 1] == 0 && looks_like_tls(pr->buf))
+		if (st->offset[dir & 1] == 0 && looks_like_tls(pr->buf)) {
 			st->flags |= CONN_TLS;
-		else
+			if (copy_tls_wire && dir == DIR_OUT)
+				count_unkeyed(id >> 32, pr->buf);
+		} else
 			emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret,
 			     PROBE_SYS_EXIT);
 	}

@@ -58,6 +58,7 @@ enum probe_id {
 	PROBE_SYS_ENTER,      /* read/write/sendto/recvfrom entry tracepoints */
 	PROBE_SYS_EXIT,	      /* ... and their exits */
 	PROBE_FSYNC,	      /* fsync/fdatasync entry and exit */
+	PROBE_TLS_SECRET,     /* crypto/tls.(*halfConn).setTrafficSecret entry */
 	PROBE_MAX,
 };
 
@@ -155,6 +156,9 @@ struct tls_layout {
 };
 
 #define TLS_KEYS_SECRET_MAX 48
+/* From setTrafficSecret's arguments: the out half's new application secret only, its sequence
+ * number 0 (the in half, version and vers are not filled). */
+#define TLS_KEYS_OUT_ONLY 1
 
 /* A connection's TLS 1.3 state read when a probe first meets it (BINDTRACE_TLS_KEYS=1, a
  * measurement): both halves' version, sequence number and traffic secret. The secrets go no
@@ -165,7 +169,7 @@ struct tls_keys_event {
 	__s32 fd;
 	__u16 vers, cipher_suite;
 	__u16 version[2]; /* [0]: in, [1]: out */
-	__u32 pad;
+	__u32 flags;	  /* TLS_KEYS_OUT_ONLY */
 	__u8 seq[2][8];
 	__u64 secret_len[2];
 	__u8 secret[2][TLS_KEYS_SECRET_MAX];

@@ -42,6 +42,7 @@ struct session {
 	uint64_t tls_pairs;
 	struct tlswire *tls_wire; /* BINDTRACE_TLS_DECRYPT=1 or BINDTRACE_TLS_WIRE=1 */
 	bool wire_delivers;	  /* BINDTRACE_TLS_WIRE=1: keyed connections' Writes from it */
+	uint64_t secret_probe_keys, secret_probe_refused; /* tls_secret's */
 };
 
 /* Set by SIGINT/SIGTERM and session__stop, and by SIGHUP: one session runs per process. */
@@ -89,6 +90,7 @@ static const char *tls_keys_refusal(const struct tls_keys_event *e, char *buf, s
 }
 
 #define TLS_KEYS_SEEN_MAX 16384
+#define TLS13_SUITE_AES_256_GCM_SHA384 0x1302
 
 /* 8 bytes of the secret's SHA-256: enough to match two ends, nothing to decrypt with. */
 static uint64_t secret_fingerprint(const __u8 *secret, size_t len)
@@ -148,6 +150,25 @@ static void count_tls_keys(struct session *s, const struct tls_keys_event *e)
 		util__copy(c->refused, sizeof(c->refused), refused);
 }
 
+/* A handshake's application secret for its out half (tls_secret): a TLS 1.3 suite and a secret
+ * of its hash length, not zero. */
+static void secret_probe_key(struct session *s, const struct tls_keys_event *e)
+{
+	size_t want = e->cipher_suite == TLS13_SUITE_AES_256_GCM_SHA384 ? 48 : 32;
+	bool zero = true;
+
+	s->secret_probe_keys++;
+	for (size_t i = 0; i < want && i < sizeof(e->secret[1]); i++)
+		zero &= !e->secret[1][i];
+	if (e->cipher_suite < 0x1301 || e->cipher_suite > 0x1303 || e->secret_len[1] != want ||
+	    zero) {
+		s->secret_probe_refused++;
+		return;
+	}
+	if (s->tls_wire)
+		tlswire__key(s->tls_wire, e);
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -185,7 +206,11 @@ static int on_record(void *ctx, void *data, size_t size)
 			s->h.sock_read(s->h.ctx, data);
 		break;
 	case EVENT_TLS_KEYS:
-		if (size >= sizeof(struct tls_keys_event))
+		if (size < sizeof(struct tls_keys_event))
+			break;
+		if (((const struct tls_keys_event *)data)->flags & TLS_KEYS_OUT_ONLY)
+			secret_probe_key(s, data);
+		else
 			count_tls_keys(s, data);
 		break;
 	}
@@ -200,6 +225,7 @@ static const char *const probe_names[PROBE_MAX] = {
 	[PROBE_SYS_ENTER] = "sys_enter",
 	[PROBE_SYS_EXIT] = "sys_exit",
 	[PROBE_FSYNC] = "fsync",
+	[PROBE_TLS_SECRET] = "tls_secret",
 };
 
 static bool env_on(const char *name)
@@ -226,6 +252,21 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	    env_on("BINDTRACE_TLS_DECRYPT") || env_on("BINDTRACE_TLS_WIRE");
 	if (skel->rodata->copy_tls_wire)
 		skel->rodata->harvest_tls_keys = true;
+}
+
+bool session__wire_delivers(const struct session *s)
+{
+	return s->wire_delivers;
+}
+
+uint64_t session__wire_unkeyed(const struct session *s, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	__u64 n = 0;
+
+	if (bpf_map__lookup_elem(s->skel->maps.wire_unkeyed, &key, sizeof(key), &n, sizeof(n), 0))
+		return 0;
+	return n;
 }
 
 bool session__harvests_tls_keys(const struct session *s)
@@ -262,8 +303,14 @@ void session__print_tls_keys(const struct session *s, FILE *out)
 			c->pid, c->comm, (unsigned long long)c->conns, (unsigned long long)c->valid,
 			c->refused[0] ? "; the first refused: " : "", c->refused);
 	}
-	if (s->tls_wire)
+	if (s->tls_wire) {
+		fprintf(out,
+			"bindtrace: TLS 1.3 application secrets from setTrafficSecret: %llu, %llu "
+			"refused\n",
+			(unsigned long long)s->secret_probe_keys,
+			(unsigned long long)s->secret_probe_refused);
 		tlswire__print(s->tls_wire, out);
+	}
 }
 
 void session__print_probe_hits(struct session *s, FILE *out)

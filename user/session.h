@@ -81,6 +81,11 @@ int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool rea
 bool session__harvests_tls_keys(const struct session *s);
 int session__set_tls_layout(struct session *s, pid_t pid, const struct tls_layout *layout);
 void session__print_tls_keys(const struct session *s, FILE *out);
+/* BINDTRACE_TLS_WIRE=1: keyed connections' Writes come from their wire (tlswire.h). */
+bool session__wire_delivers(const struct session *s);
+/* Then: how many write(2)s of TLS connections without a key pid made (their plaintext needs
+ * the Write probe). */
+uint64_t session__wire_unkeyed(const struct session *s, pid_t pid);
 void session__remove_target(struct session *s, pid_t pid);
 
 /* Reads the ring buffer into the handlers until SIGINT or SIGTERM, session__stop(), or the

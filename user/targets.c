@@ -571,8 +571,9 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 	}
 	err = tls_attachment__attach_sites(
 	    &t->tls, session__bpf(ts->session), t->proc.pid, path, &t->tls_sites,
-	    t->reads_via_syscall && !targets__reads_compare() ? TLS_ATTACH_NO_READS : 0, why,
-	    sizeof(why));
+	    (t->reads_via_syscall && !targets__reads_compare() ? TLS_ATTACH_NO_READS : 0) |
+		(session__wire_delivers(ts->session) ? TLS_ATTACH_SECRET : 0),
+	    why, sizeof(why));
 	if (err) {
 		attach_failed(t, why);
 		return err;
@@ -602,6 +603,8 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		    (double)(clk->wall_ns[4] - clk->wall_ns[3]) / 1e6,
 		    (double)(clk->cpu_ns[4] - clk->cpu_ns[3]) / 1e6);
 	t->attached = true;
+	t->wire_unkeyed = 0;
+	t->wire_quiet_since_ns = t->write_on_since_ns = util__monotonic_ns();
 	pidfd_set(ts, t, (int)syscall(SYS_pidfd_open, t->proc.pid, 0));
 	if (ts->on.attached)
 		ts->on.attached(ts->on.ctx, t);
@@ -840,6 +843,55 @@ static bool release_watcher(struct targets *ts, pid_t pid)
 		}
 	}
 	return was;
+}
+
+void targets__wire_tick(struct targets *ts, uint64_t now_ns)
+{
+	char why[256];
+
+	if (!session__wire_delivers(ts->session))
+		return;
+	for (int i = 0; i < ts->n; i++) {
+		struct target *t = &ts->t[i];
+		uint64_t n;
+
+		/* The three roles; a watcher keeps its probes (its reads need them anyway). */
+		if (!t->attached || t->role == ROLE_WATCHER || t->tls.secret_index < 0)
+			continue;
+		n = session__wire_unkeyed(ts->session, t->proc.pid);
+		if (n != t->wire_unkeyed) {
+			t->wire_unkeyed = n;
+			t->wire_quiet_since_ns = now_ns;
+			if (!t->tls.write_off)
+				continue;
+			if (tls_attachment__write_on(&t->tls, why, sizeof(why))) {
+				fprintf(stderr, "bindtrace: %s pid %d: Write probe back: %s\n",
+					process_role__name(t->role), t->proc.pid, why);
+				continue;
+			}
+			t->write_ons++;
+			t->write_on_since_ns = now_ns;
+			if (verbose)
+				fprintf(
+				    stderr,
+				    "bindtrace: %s pid %d: a TLS connection without a key wrote: "
+				    "Write probe back\n",
+				    process_role__name(t->role), t->proc.pid);
+			continue;
+		}
+		if (t->tls.write_off || now_ns - t->wire_quiet_since_ns < TARGETS_WIRE_QUIET_NS ||
+		    now_ns - t->write_on_since_ns < TARGETS_WIRE_QUIET_NS)
+			continue;
+		if (tls_attachment__write_off(&t->tls))
+			continue;
+		t->write_offs++;
+		if (verbose)
+			fprintf(stderr,
+				"bindtrace: %s pid %d: every TLS connection that wrote is keyed: "
+				"Write probe off (%.1f ms)\n",
+				process_role__name(t->role), t->proc.pid,
+				(double)(util__monotonic_ns() - now_ns) / 1e6);
+	}
 }
 
 /* A traced process that exited (a restarted kube-scheduler, say) is replaced by the process now

@@ -78,6 +78,10 @@ struct target {
 	bool given;		/* the pid came from --*-pid: its replacement must match exactly */
 	uint64_t cmdline_hash;	/* of /proc/PID/cmdline when attached: a restart runs the same */
 	pid_t failed_pid;	/* a replacement that could not be attached: not retried */
+	/* BINDTRACE_TLS_WIRE=1 (targets__wire_tick): the unkeyed write(2) count last read, since
+	 * when it has not moved, and when the Write probe was last put on. */
+	uint64_t wire_unkeyed, wire_quiet_since_ns, write_on_since_ns;
+	uint32_t write_offs, write_ons;
 };
 
 /* Where the scheduler patches the status of a pod it gives up on (its failure handler calls it). */
@@ -145,6 +149,12 @@ int targets__attach_watcher(struct targets *ts, pid_t pid);
  * an attached target's /proc entries are read when its pidfd says it exited, or once a second
  * (a pid that ran another binary), else it costs one poll(2) for all. */
 void targets__check_restarts(struct targets *ts);
+/* BINDTRACE_TLS_WIRE=1: a target's Write probe goes once none of its TLS connections has written
+ * without a key for TARGETS_WIRE_QUIET_NS (every one that wrote is keyed: its Writes come from
+ * its write(2)s, new ones are keyed by setTrafficSecret), and comes back as soon as one does (a
+ * connection older than the tracer that was quiet until now, a TLS 1.2 one). */
+#define TARGETS_WIRE_QUIET_NS 2000000000ull
+void targets__wire_tick(struct targets *ts, uint64_t now_ns);
 /* Whether a traced role's process exited and is not replaced yet (or has exited, as its pidfd
  * says, before the check noticed). */
 bool targets__awaiting(const struct targets *ts);

@@ -22,8 +22,9 @@
 
 #define TLS_WRITE "crypto/tls.(*Conn).Write"
 #define TLS_READ "crypto/tls.(*Conn).Read"
+#define TLS_SECRET "crypto/tls.(*halfConn).setTrafficSecret"
 
-const char *const tls_probe_funcs[TLS_PROBE_FUNCS] = { TLS_WRITE, TLS_READ };
+const char *const tls_probe_funcs[TLS_PROBE_FUNCS] = { TLS_WRITE, TLS_READ, TLS_SECRET };
 
 int64_t go_entry_probe_offset(struct go_binary *gb, uint64_t entry, bool *at_branch)
 {
@@ -59,6 +60,24 @@ static void find_read_spills(struct go_binary *gb, uint64_t entry, struct tls_si
 	sites->spill_conn = conn;
 	sites->spill_buf = buf;
 	sites->spill_len = len;
+}
+
+/* setTrafficSecret's entry probe, where its arguments are as tls_secret reads them: Go 1.21 and
+ * later (the level argument came with QUIC), in a binary whose TLS layout gotls knows. */
+static void find_secret_site(struct go_binary *gb, struct tls_sites *sites)
+{
+	const struct go_buildinfo *bi = go_binary__buildinfo(gb);
+	uint64_t entry, end;
+	int64_t off;
+
+	if (!bi || bi->go_major != 1 || bi->go_minor < 21 ||
+	    go_binary__func(gb, TLS_SECRET, &entry, &end))
+		return;
+	off = go_entry_probe_offset(gb, entry, &sites->secret_at_branch);
+	if (off < 0)
+		return;
+	sites->secret_probe_offset = (uint64_t)off;
+	sites->has_secret = true;
 }
 
 int tls_sites__find_in(struct go_binary *gb, struct tls_sites *sites, char *why, size_t why_len)
@@ -107,6 +126,7 @@ int tls_sites__find_in(struct go_binary *gb, struct tls_sites *sites, char *why,
 	}
 	sites->read_probe_offset = (uint64_t)off;
 	find_read_spills(gb, entry, sites);
+	find_secret_site(gb, sites);
 	n = go_binary__ret_sites(gb, TLS_READ, rets, TLSPROBE_MAX_RETS);
 	if (n <= 0) {
 		snprintf(why, why_len, "no RET instruction could be validated in %s: %s", TLS_READ,
@@ -202,6 +222,8 @@ bool tls_programs__prepare(struct capture_bpf *skel)
 		bpf_program__set_expected_attach_type(skel->progs.tls_read_ret,
 						      ATTACH_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.go_call,
+						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.tls_secret,
 						      ATTACH_TRACE_UPROBE_MULTI);
 	}
 	return multi_prepared;
@@ -306,9 +328,11 @@ int tls_attachment__attach_sites(struct tls_attachment *att, struct capture_bpf 
 
 	memset(att, 0, sizeof(*att));
 	att->pid = pid;
+	att->skel = skel;
+	att->secret_index = -1;
 	snprintf(att->binary, sizeof(att->binary), "%s", binary);
 	att->sites = *sites;
-	att->links = calloc(2 + att->sites.n_read_rets, sizeof(*att->links));
+	att->links = calloc(3 + att->sites.n_read_rets, sizeof(*att->links));
 	if (!att->links) {
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
@@ -336,9 +360,17 @@ int tls_attachment__attach_sites(struct tls_attachment *att, struct capture_bpf 
 			err = add_multi(att, skel->progs.tls_read_entry,
 					&att->sites.read_probe_offset, &cookie, 1, why, why_len);
 		cookie = att->sites.write_at_branch ? PROBE_COOKIE_AT_BRANCH : 0;
+		att->write_index = (int)att->n_multi;
+		att->write_is_multi = true;
 		if (!err)
 			err = add_multi(att, skel->progs.tls_write, &att->sites.write_probe_offset,
 					&cookie, 1, why, why_len);
+		cookie = att->sites.secret_at_branch ? PROBE_COOKIE_AT_BRANCH : 0;
+		if (!err && (flags & TLS_ATTACH_SECRET) && att->sites.has_secret) {
+			att->secret_index = (int)att->n_multi;
+			err = add_multi(att, skel->progs.tls_secret,
+					&att->sites.secret_probe_offset, &cookie, 1, why, why_len);
+		}
 	} else {
 		for (i = 0; !err && !(flags & TLS_ATTACH_NO_READS) && i < att->sites.n_read_rets;
 		     i++)
@@ -349,10 +381,17 @@ int tls_attachment__attach_sites(struct tls_attachment *att, struct capture_bpf 
 			err = add_link(
 			    att, skel->progs.tls_read_entry, att->sites.read_probe_offset,
 			    att->sites.read_at_branch ? PROBE_COOKIE_AT_BRANCH : 0, why, why_len);
+		att->write_index = (int)att->n_links;
 		if (!err)
 			err = add_link(att, skel->progs.tls_write, att->sites.write_probe_offset,
 				       att->sites.write_at_branch ? PROBE_COOKIE_AT_BRANCH : 0, why,
 				       why_len);
+		if (!err && (flags & TLS_ATTACH_SECRET) && att->sites.has_secret) {
+			att->secret_index = (int)att->n_links;
+			err = add_link(att, skel->progs.tls_secret, att->sites.secret_probe_offset,
+				       att->sites.secret_at_branch ? PROBE_COOKIE_AT_BRANCH : 0,
+				       why, why_len);
+		}
 	}
 	if (err) {
 		tls_attachment__detach(att);
@@ -366,6 +405,36 @@ int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel,
 			   const char *binary, char *why, size_t why_len)
 {
 	return tls_attachment__attach_opened(att, skel, pid, binary, NULL, why, why_len);
+}
+
+int tls_attachment__write_off(struct tls_attachment *att)
+{
+	int i = att->write_index;
+
+	if (!att->write_is_multi || att->write_off || i < 0 || (size_t)i >= att->n_multi)
+		return -ENOTSUP;
+	close(att->multi_fds[i]);
+	att->multi_fds[i] = -1;
+	att->write_off = true;
+	att->n_probes--;
+	return 0;
+}
+
+int tls_attachment__write_on(struct tls_attachment *att, char *why, size_t why_len)
+{
+	uint64_t cookie = att->sites.write_at_branch ? PROBE_COOKIE_AT_BRANCH : 0;
+	int i = att->write_index, fd;
+
+	if (!att->write_off)
+		return 0;
+	fd = uprobe_multi__link(att->skel->progs.tls_write, att->pid, att->binary,
+				&att->sites.write_probe_offset, &cookie, 1, why, why_len);
+	if (fd < 0)
+		return fd;
+	att->multi_fds[i] = fd;
+	att->write_off = false;
+	att->n_probes++;
+	return 0;
 }
 
 void tls_attachment__detach(struct tls_attachment *att)

@@ -16,7 +16,7 @@ struct bpf_program;
 struct go_binary;
 
 #define TLSPROBE_MAX_RETS 64
-#define TLSPROBE_MAX_MULTI 3 /* uprobe_multi links: Read RETs, Read entry, Write */
+#define TLSPROBE_MAX_MULTI 4 /* uprobe_multi links: Read RETs, Read entry, Write, the secret */
 
 /* Where the probes of one binary go, as file offsets (what uprobes take). */
 struct tls_sites {
@@ -28,6 +28,10 @@ struct tls_sites {
 	 * times dearer), else the entry itself. */
 	uint64_t write_probe_offset, read_probe_offset;
 	bool write_at_branch, read_at_branch;
+	/* (*halfConn).setTrafficSecret's entry probe (BINDTRACE_TLS_WIRE: the keys of connections
+	 * opened later); has_secret false when the binary has none to probe. */
+	uint64_t secret_probe_offset;
+	bool secret_at_branch, has_secret;
 	uint64_t read_ret_offsets[TLSPROBE_MAX_RETS];
 	size_t n_read_rets;
 	/* Where (*Conn).Read's prologue spills its receiver and b.ptr/b.len, as offsets from the
@@ -60,7 +64,7 @@ int uprobe_multi__link(struct bpf_program *prog, pid_t pid, const char *binary,
 		       size_t why_len);
 
 /* The functions tls_sites__find* looks up (for go_binary__open_find). */
-#define TLS_PROBE_FUNCS 2
+#define TLS_PROBE_FUNCS 3
 extern const char *const tls_probe_funcs[TLS_PROBE_FUNCS];
 
 /* Finds and validates the probe sites in a Go binary. Returns 0, or a negative errno with a
@@ -80,6 +84,11 @@ struct tls_attachment {
 	size_t n_multi;
 	size_t n_probes;    /* probes placed, whichever the way */
 	uint64_t attach_ns; /* how long finding the sites and attaching took */
+	/* The Write probe's link (an index in multi_fds or links), and whether it is off
+	 * (tls_attachment__write_off); the setTrafficSecret probe's, -1 when not placed. */
+	int write_index, secret_index;
+	bool write_is_multi, write_off;
+	struct capture_bpf *skel;
 };
 
 /* Attach the three TLS programs at `sites` of `binary` for pid (-1 for all its processes).
@@ -92,8 +101,10 @@ int tls_attachment__attach_opened(struct tls_attachment *att, struct capture_bpf
 				  const char *binary, struct go_binary *gb, char *why,
 				  size_t why_len);
 /* The same with options: TLS_ATTACH_NO_READS attaches only the Write probe (a process whose
- * peers' Writes give what it reads, timed by its read(2)s: TARGET_READS_VIA_SYSCALL). */
+ * peers' Writes give what it reads, timed by its read(2)s: TARGET_READS_VIA_SYSCALL);
+ * TLS_ATTACH_SECRET adds the setTrafficSecret probe where the binary has one. */
 #define TLS_ATTACH_NO_READS 1
+#define TLS_ATTACH_SECRET 2
 int tls_attachment__attach_flags(struct tls_attachment *att, struct capture_bpf *skel, pid_t pid,
 				 const char *binary, struct go_binary *gb, unsigned flags,
 				 char *why, size_t why_len);
@@ -105,5 +116,9 @@ int tls_attachment__attach_sites(struct tls_attachment *att, struct capture_bpf 
 				 const char *binary, const struct tls_sites *sites, unsigned flags,
 				 char *why, size_t why_len);
 void tls_attachment__detach(struct tls_attachment *att);
+/* The Write probe taken away (its link closed) and put back: with uprobe_multi only (-ENOTSUP
+ * otherwise). 0 or a negative errno, why saying what failed. */
+int tls_attachment__write_off(struct tls_attachment *att);
+int tls_attachment__write_on(struct tls_attachment *att, char *why, size_t why_len);
 
 #endif

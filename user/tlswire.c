@@ -28,8 +28,10 @@ struct check_conn {
 	uint64_t wire_next; /* the next wire offset expected */
 	bool wire_known;
 	bool aligned;
-	int64_t delta;	       /* probe offset minus decrypted offset, once aligned */
-	uint64_t dec_offset;   /* application-data plaintext decrypted so far */
+	int64_t delta;	      /* probe offset minus decrypted offset, once aligned */
+	uint64_t dec_offset;  /* application-data plaintext so far, lost records' too */
+	uint64_t next_record; /* wire offset after the last record that opened */
+	bool record_known;
 	uint64_t last_matched; /* probe offset after the last equal record: where to realign */
 	struct window w;
 	struct tlswire_stats st; /* this connection's part */
@@ -121,25 +123,37 @@ void tlswire__key(struct tlswire *c, const struct tls_keys_event *e)
 {
 	pid_t pid = (pid_t)e->hdr.pid;
 	struct check_conn *k = find(c, pid, e->conn);
+	struct tls13_stream *out;
 	size_t b;
 
-	/* Read again (its cache entry pushed out): the stream made first goes on, KeyUpdates and
-	 * all; the wire copy did not start again. */
-	if (k)
+	out = tls13_stream__new(e->cipher_suite, e->secret[1], (size_t)e->secret_len[1],
+				be64(e->seq[1]));
+	if (!out)
 		return;
+	/* Read again (its cache entry pushed out): the stream made first goes on, KeyUpdates and
+	 * all; the wire copy did not start again. A handshake's application secret (from
+	 * setTrafficSecret) replaces one that never opened a record: the state read before it
+	 * was the handshake's. */
+	if (k) {
+		if ((e->flags & TLS_KEYS_OUT_ONLY) && !k->st.records) {
+			tls13_stream__free(k->out);
+			k->out = out;
+		} else {
+			tls13_stream__free(out);
+		}
+		return;
+	}
 	if (c->n_conns >= TLSWIRE_MAX_CONNS) {
 		c->dropped.table_full++;
+		tls13_stream__free(out);
 		return;
 	}
 	k = calloc(1, sizeof(*k));
-	if (!k)
-		return;
-	k->out = tls13_stream__new(e->cipher_suite, e->secret[1], (size_t)e->secret_len[1],
-				   be64(e->seq[1]));
-	if (!k->out) {
-		free(k);
+	if (!k) {
+		tls13_stream__free(out);
 		return;
 	}
+	k->out = out;
 	k->pid = pid;
 	k->owner = c;
 	k->conn = e->conn;
@@ -245,18 +259,23 @@ static void compare(struct check_conn *k, const uint8_t *plain, size_t len)
 	struct window *w = &k->w;
 	uint64_t p, end_held = w->start + w->len;
 	bool differs = false;
+	int64_t s;
 
-	if (!k->aligned) {
-		int64_t s = align(w, plain, len, k->last_matched);
-
-		if (s < 0) {
+	p = (uint64_t)((int64_t)k->dec_offset + k->delta);
+	/* Not where the last alignment puts it (the Write probe was off for a while: its offsets
+	 * moved on less than the wire's), or never aligned: at the start of a Write it equals. */
+	if (!k->aligned || p < w->start || p + len > end_held ||
+	    memcmp(w->buf + (p - w->start), plain, len)) {
+		s = align(w, plain, len, k->last_matched);
+		if (s >= 0) {
+			k->aligned = true;
+			k->delta = s - (int64_t)k->dec_offset;
+			p = (uint64_t)s;
+		} else if (!k->aligned) {
 			k->st.uncompared += len;
 			return;
 		}
-		k->aligned = true;
-		k->delta = s - (int64_t)k->dec_offset;
 	}
-	p = (uint64_t)((int64_t)k->dec_offset + k->delta);
 	for (size_t i = 0; i < len; i++, p++) {
 		if (p < w->start || p >= end_held)
 			k->st.uncompared++;
@@ -298,6 +317,14 @@ static void on_record(void *ctx, const struct tls13_record *r)
 {
 	struct check_conn *k = ctx;
 
+	/* Records lost in between (bytes lost, a record that did not open): their wire size moves
+	 * the plaintext offset on, so that what is delivered after them shows a gap. */
+	if (k->record_known && r->offset > k->next_record) {
+		k->dec_offset += r->offset - k->next_record;
+		k->st.gap_bytes += r->offset - k->next_record;
+	}
+	k->record_known = true;
+	k->next_record = r->offset + r->wire_len;
 	if (r->type != TLS13_TYPE_APPLICATION_DATA) {
 		k->st.other_records++;
 		return;
@@ -373,6 +400,7 @@ static void add(struct tlswire_stats *to, const struct tlswire_stats *s)
 	to->lost_bytes += s->lost_bytes;
 	to->table_full += s->table_full;
 	to->delivered += s->delivered;
+	to->gap_bytes += s->gap_bytes;
 }
 
 void tlswire__stats(const struct tlswire *c, pid_t pid, struct tlswire_stats *out)

@@ -45,6 +45,7 @@ struct tlswire_stats {
 	uint64_t unauthenticated, resyncs, given_up_bytes, lost_bytes; /* the streams' */
 	uint64_t table_full; /* connections not followed */
 	uint64_t delivered;  /* records delivered as Writes */
+	uint64_t gap_bytes;  /* wire bytes of records lost between two that opened */
 };
 
 /* Called with each record's event (valid during the call). */

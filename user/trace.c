@@ -429,6 +429,7 @@ static void between_reads(void *ctx, uint64_t now)
 	flush_output(tr);
 	if (now >= tr->next_restart_check) {
 		targets__check_restarts(&tr->targets);
+		targets__wire_tick(&tr->targets, now);
 		tr->next_restart_check = now + RESTART_CHECK_NS;
 		/* A role awaited back: read as often as before the 50 ms poll, so that its
 		 * successor is found and attached as soon (test-faults b: the restarted

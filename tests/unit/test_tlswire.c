@@ -121,26 +121,27 @@ static void test_differ_and_lost(void)
 {
 	struct tlswire *c = tlswire__new(NULL, NULL);
 	struct sealer s = new_sealer();
-	uint8_t a[200], changed[200], w[4096];
+	uint8_t rec[4][200], changed[200], w[4096];
 	struct tlswire_stats st;
-	size_t n = 0, first;
+	size_t n = 0, third;
 
-	for (size_t i = 0; i < sizeof(a); i++)
-		a[i] = (uint8_t)(i ^ 0x5a);
-	memcpy(changed, a, sizeof(a));
+	for (int r = 0; r < 4; r++)
+		for (size_t i = 0; i < sizeof(rec[r]); i++)
+			rec[r][i] = (uint8_t)(i ^ (0x11 * (r + 1)));
+	memcpy(changed, rec[1], sizeof(changed));
 	changed[150] ^= 1;
 	key(c, &s);
 	key(c, &s); /* read again: ignored */
-	plain(c, 0, a, sizeof(a));
-	plain(c, 200, changed, sizeof(changed)); /* the probe saw something else */
-	plain(c, 400, a, sizeof(a));
-	plain(c, 600, a, sizeof(a));
-	for (int i = 0; i < 3; i++)
-		n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, sizeof(a), 0, w + n);
-	first = n;
-	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, sizeof(a), 0, w + n);
-	wire(c, 0, w, first - 10, 0, CONN); /* the third record's end lost */
-	wire(c, first, w + first, n - first, 7, CONN);
+	plain(c, 0, rec[0], 200);
+	plain(c, 200, changed, 200); /* the probe saw something else */
+	plain(c, 400, rec[2], 200);
+	plain(c, 600, rec[3], 200);
+	for (int r = 0; r < 3; r++)
+		n += seal(&s, TLS13_TYPE_APPLICATION_DATA, rec[r], 200, 0, w + n);
+	third = n;
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, rec[3], 200, 0, w + n);
+	wire(c, 0, w, third - 10, 0, CONN); /* the third record's end lost */
+	wire(c, third, w + third, n - third, 7, CONN);
 	tlswire__stats(c, PID, &st);
 	CHECK_INT(st.conns, 1);
 	CHECK_INT(st.records, 3);
@@ -148,10 +149,11 @@ static void test_differ_and_lost(void)
 	CHECK_INT(st.equal, 599);
 	CHECK_INT(st.lost_bytes, 10);
 	CHECK_INT(st.resyncs, 1);
+	CHECK_INT(st.gap_bytes, 200 + 22); /* the third record's header, plaintext, type, tag */
 	/* Without a key: counted, not decrypted. */
-	wire(c, 0, w, first, 0, CONN + 1);
+	wire(c, 0, w, third, 0, CONN + 1);
 	tlswire__stats(c, PID, &st);
-	CHECK_INT(st.wire_unkeyed, first);
+	CHECK_INT(st.wire_unkeyed, third);
 	CHECK_INT(st.records, 3);
 	tlswire__free(c);
 }
