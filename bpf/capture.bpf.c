@@ -14,6 +14,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "conns.h"
 #include "events.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -56,29 +57,6 @@ struct {
 	__type(key, __u32); /* tgid */
 	__type(value, __u8);
 } targets SEC(".maps");
-
-struct conn_key {
-	__u32 tgid;
-	__u32 pad;
-	__u64 ino;
-};
-
-#define CONN_TLS 1
-#define CONN_KEYED 2 /* its TLS 1.3 state was read (harvest_keys) */
-
-struct conn_state {
-	__u64 offset[2];      /* per enum data_dir */
-	__u64 last_write_sig; /* of the last TLS Write; cleared by its write(2) */
-	__u64 sk;	      /* the struct sock, for its TCP sequence numbers */
-	__u64 wire_offset;    /* of the next SOURCE_TLS_WIRE byte (copy_tls_wire) */
-	__u32 flags;
-	__u16 family;
-	__u16 lport;
-	__u16 rport;
-	__u16 pad[3];
-	__u8 laddr[16];
-	__u8 raddr[16];
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -621,8 +599,17 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 		__u64 want = cached->ino;
 
 		*st = conn_of_fd(tgid, fd, ino);
-		if (*st && *ino == want)
+		if (*st && *ino == want) {
+			/* Met before its handshake was done (a client's first Write): read once
+			 * more at a later Write, keyed if it is TLS 1.3 with a secret by then. */
+			if (harvest && copy_tls_wire &&
+			    !((*st)->flags & (CONN_KEYED | CONN_KEY_RETRIED))) {
+				(*st)->flags |= CONN_KEY_RETRIED;
+				if (harvest_keys(tls_conn, tgid, fd, *ino))
+					(*st)->flags |= CONN_KEYED;
+			}
 			return fd;
+		}
 		bpf_map_delete_elem(&tls_conn_fds, &key);
 	}
 	s.tree = bpf_map_lookup_elem(&conn_trees, &zero);

@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "capture.skel.h"
+#include "conns.h"
 #include "link_reaper.h"
 #include "session.h"
 #include "tlswire.h"
@@ -257,6 +258,19 @@ static void probe_hits__configure(struct capture_bpf *skel)
 bool session__wire_delivers(const struct session *s)
 {
 	return s->wire_delivers;
+}
+
+int session__conn_flags(const struct session *s, pid_t pid, uint64_t ino, uint32_t *flags,
+			uint64_t *written)
+{
+	struct conn_key key = { .tgid = (__u32)pid, .ino = ino };
+	struct conn_state st;
+
+	if (bpf_map__lookup_elem(s->skel->maps.conns, &key, sizeof(key), &st, sizeof(st), 0))
+		return -errno;
+	*flags = st.flags;
+	*written = st.offset[DIR_OUT];
+	return 0;
 }
 
 uint64_t session__wire_unkeyed(const struct session *s, pid_t pid)

@@ -86,6 +86,10 @@ bool session__wire_delivers(const struct session *s);
 /* Then: how many write(2)s of TLS connections without a key pid made (their plaintext needs
  * the Write probe). */
 uint64_t session__wire_unkeyed(const struct session *s, pid_t pid);
+/* The capture programs' flags (conns.h CONN_*) of pid's socket ino and how many bytes they saw it
+ * write: 0, or -ENOENT when they have not met it. */
+int session__conn_flags(const struct session *s, pid_t pid, uint64_t ino, uint32_t *flags,
+			uint64_t *written);
 void session__remove_target(struct session *s, pid_t pid);
 
 /* Reads the ring buffer into the handlers until SIGINT or SIGTERM, session__stop(), or the

@@ -1,4 +1,5 @@
 /* The traced processes: found, attached, replaced when they restart. See targets.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "capture.skel.h"
+#include "conns.h"
 #include "events.h"
 #include "goelf.h"
 #include "gotls.h"
@@ -604,7 +606,7 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		    (double)(clk->cpu_ns[4] - clk->cpu_ns[3]) / 1e6);
 	t->attached = true;
 	t->wire_unkeyed = 0;
-	t->wire_quiet_since_ns = t->write_on_since_ns = util__monotonic_ns();
+	t->wire_quiet_since_ns = t->write_on_since_ns = t->wire_attached_ns = util__monotonic_ns();
 	pidfd_set(ts, t, (int)syscall(SYS_pidfd_open, t->proc.pid, 0));
 	if (ts->on.attached)
 		ts->on.attached(ts->on.ctx, t);
@@ -845,6 +847,121 @@ static bool release_watcher(struct targets *ts, pid_t pid)
 	return was;
 }
 
+/* The inodes of the established TCP sockets in pid's network namespace (/proc/PID/net/tcp and
+ * tcp6), sorted; their number, or -1. */
+static int established_inodes(pid_t pid, uint64_t *out, int cap)
+{
+	static const char *const files[] = { "tcp", "tcp6" };
+	char path[64], line[512];
+	int n = 0;
+
+	for (size_t f = 0; f < 2; f++) {
+		FILE *in;
+
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", pid, files[f]);
+		in = fopen(path, "r");
+		if (!in)
+			return -1;
+		while (fgets(line, sizeof(line), in)) {
+			unsigned st;
+			unsigned long long ino;
+
+			/* sl local rem st tx:rx tr:tm retrnsmt uid timeout inode */
+			if (sscanf(line, " %*s %*s %*s %x %*s %*s %*s %*s %*s %llu", &st, &ino) !=
+				2 ||
+			    st != 1 || !ino || n == cap)
+				continue;
+			out[n++] = ino;
+		}
+		fclose(in);
+	}
+	return n;
+}
+
+/* Whether every established TCP connection of t is keyed (its Writes come from its wire) or was
+ * seen writing plaintext: only then may its Write probe go, or a connection quiet until now
+ * would lose its first Writes (a client's HTTP/2 connection idle since attaching, whose first
+ * binds then carried the HPACK entries all later ones refer to). why: the first that is not. */
+static bool every_connection_keyed(struct targets *ts, const struct target *t, char *why,
+				   size_t why_len)
+{
+	enum { MAX_SOCKETS = 8192 };
+	uint64_t *est = malloc(MAX_SOCKETS * sizeof(*est));
+	char path[64], link[64];
+	struct dirent *d;
+	bool all = true;
+	DIR *dir;
+	int n;
+
+	snprintf(why, why_len, "its sockets could not be read");
+	if (!est)
+		return false;
+	n = established_inodes(t->proc.pid, est, MAX_SOCKETS);
+	snprintf(path, sizeof(path), "/proc/%d/fd", t->proc.pid);
+	dir = n >= 0 ? opendir(path) : NULL;
+	if (!dir) {
+		free(est);
+		return false;
+	}
+	while (all && (d = readdir(dir))) {
+		char fdpath[600];
+		unsigned long long ino;
+		uint64_t written = 0;
+		uint32_t flags = 0;
+		ssize_t len;
+		int i;
+
+		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, d->d_name);
+		len = readlink(fdpath, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (sscanf(link, "socket:[%llu]", &ino) != 1)
+			continue;
+		for (i = 0; i < n && est[i] != ino; i++)
+			;
+		if (i == n)
+			continue; /* not an established TCP connection */
+		if (session__conn_flags(ts->session, t->proc.pid, ino, &flags, &written)) {
+			/* Silent since attaching for TARGETS_WIRE_SILENT_NS: not on a bind's path.
+			 * Should it write, its first write(2)s go unkeyed (counted) and bring the
+			 * Write probe back. */
+			if (util__monotonic_ns() - t->wire_attached_ns >= TARGETS_WIRE_SILENT_NS)
+				continue;
+			snprintf(why, why_len, "socket %llu not met since attaching", ino);
+			all = false;
+		} else if (!(flags & CONN_KEYED) && ((flags & CONN_TLS) || !written)) {
+			snprintf(why, why_len, "socket %llu %s", ino,
+				 flags & CONN_TLS ? "TLS, not keyed" : "not seen writing");
+			all = false;
+		}
+	}
+	closedir(dir);
+	free(est);
+	return all;
+}
+
+void targets__print_wire(const struct targets *ts, FILE *out)
+{
+	if (!session__wire_delivers(ts->session))
+		return;
+	for (int i = 0; i < ts->n; i++) {
+		const struct target *t = &ts->t[i];
+
+		if (t->role == ROLE_WATCHER || !t->proc.pid)
+			continue;
+		fprintf(
+		    out,
+		    "bindtrace: %s pid %d: Writes from the wire (BINDTRACE_TLS_WIRE): Write probe "
+		    "%s at exit, taken off %u times, put back %u; %llu write(2)s of TLS "
+		    "connections without a key (their bytes not decoded)%s%s\n",
+		    process_role__name(t->role), t->proc.pid, t->tls.write_off ? "off" : "on",
+		    t->write_offs, t->write_ons, (unsigned long long)t->wire_unkeyed,
+		    t->tls.write_off || !t->wire_waiting[0] ? "" : "; it stayed for ",
+		    t->tls.write_off ? "" : t->wire_waiting);
+	}
+}
+
 void targets__wire_tick(struct targets *ts, uint64_t now_ns)
 {
 	char why[256];
@@ -880,8 +997,17 @@ void targets__wire_tick(struct targets *ts, uint64_t now_ns)
 			continue;
 		}
 		if (t->tls.write_off || now_ns - t->wire_quiet_since_ns < TARGETS_WIRE_QUIET_NS ||
-		    now_ns - t->write_on_since_ns < TARGETS_WIRE_QUIET_NS)
+		    now_ns - t->write_on_since_ns < TARGETS_WIRE_QUIET_NS ||
+		    now_ns < t->wire_next_check_ns)
 			continue;
+		t->wire_next_check_ns = now_ns + 1000000000ull;
+		if (!every_connection_keyed(ts, t, why, sizeof(why))) {
+			if (verbose && strcmp(why, t->wire_waiting) != 0)
+				fprintf(stderr, "bindtrace: %s pid %d: Write probe stays: %s\n",
+					process_role__name(t->role), t->proc.pid, why);
+			snprintf(t->wire_waiting, sizeof(t->wire_waiting), "%s", why);
+			continue;
+		}
 		if (tls_attachment__write_off(&t->tls))
 			continue;
 		t->write_offs++;

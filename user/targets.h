@@ -80,7 +80,9 @@ struct target {
 	pid_t failed_pid;	/* a replacement that could not be attached: not retried */
 	/* BINDTRACE_TLS_WIRE=1 (targets__wire_tick): the unkeyed write(2) count last read, since
 	 * when it has not moved, and when the Write probe was last put on. */
-	uint64_t wire_unkeyed, wire_quiet_since_ns, write_on_since_ns;
+	uint64_t wire_unkeyed, wire_quiet_since_ns, write_on_since_ns, wire_next_check_ns;
+	uint64_t wire_attached_ns;
+	char wire_waiting[256]; /* why the Write probe stayed at the last check */
 	uint32_t write_offs, write_ons;
 };
 
@@ -150,11 +152,17 @@ int targets__attach_watcher(struct targets *ts, pid_t pid);
  * (a pid that ran another binary), else it costs one poll(2) for all. */
 void targets__check_restarts(struct targets *ts);
 /* BINDTRACE_TLS_WIRE=1: a target's Write probe goes once none of its TLS connections has written
- * without a key for TARGETS_WIRE_QUIET_NS (every one that wrote is keyed: its Writes come from
- * its write(2)s, new ones are keyed by setTrafficSecret), and comes back as soon as one does (a
- * connection older than the tracer that was quiet until now, a TLS 1.2 one). */
+ * without a key for TARGETS_WIRE_QUIET_NS and every established TCP connection it holds is keyed
+ * (its Writes come from its write(2)s; new ones are keyed by setTrafficSecret), was seen writing
+ * plaintext, or has been silent since TARGETS_WIRE_SILENT_NS after attaching; it comes back as
+ * soon as one without a key writes (a silent one waking, a TLS 1.2 one), whose first write(2)s
+ * are counted, not decoded. */
 #define TARGETS_WIRE_QUIET_NS 2000000000ull
+/* A connection silent this long since attaching does not hold the Write probe. */
+#define TARGETS_WIRE_SILENT_NS 30000000000ull
 void targets__wire_tick(struct targets *ts, uint64_t now_ns);
+/* Per target at exit: how its Write probe went and what was written without a key. */
+void targets__print_wire(const struct targets *ts, FILE *out);
 /* Whether a traced role's process exited and is not replaced yet (or has exited, as its pidfd
  * says, before the check noticed). */
 bool targets__awaiting(const struct targets *ts);

@@ -525,6 +525,7 @@ static void print_totals(struct tracer *tr)
 		    (unsigned long long)cstats.raft_keys_pushed_out);
 	session__print_probe_hits(tr->session, stderr);
 	session__print_tls_keys(tr->session, stderr);
+	targets__print_wire(&tr->targets, stderr);
 	dispatch__print_peer_feed(tr->dispatch, stderr);
 	if (verbose)
 		fprintf(stderr, "bindtrace: %llu connections closed and their decoders freed\n",
