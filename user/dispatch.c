@@ -58,6 +58,7 @@ struct dispatch {
 	struct streams known; /* per (pid, conn): a known_peer, until its connection shows up */
 	struct queue fsyncs, calls, peers;
 	struct dispatch_stats stats;
+	unsigned gaps_told;	     /* --verbose lines about bytes lost, at most 200 */
 	struct peer_feed *peer_feed; /* the reads of processes whose Reads are not probed */
 };
 
@@ -206,6 +207,17 @@ int64_t dispatch__data(struct dispatch *d, struct dispatch_conn *cc, const struc
 	if (missed > 0) {
 		bind_metrics__gap(d->deps.metrics, cc->who.role, (uint64_t)missed);
 		correlator__loss(d->deps.corr, cc->who.pid, cc->who.conn, e->hdr.ts_ns);
+		/* Where a gap came from (--verbose): which side, which way, what brought it. */
+		if (verbose && d->gaps_told++ < 200)
+			fprintf(stderr,
+				"bindtrace: %s pid %d: connection %s -> %s: %lld bytes lost before "
+				"offset %llu %s (a %s event of %u bytes, at %llu ns)\n",
+				process_role__name(cc->who.role), cc->who.pid,
+				endpoint__str(&cc->who.local).s, endpoint__str(&cc->who.remote).s,
+				(long long)missed, (unsigned long long)e->offset,
+				e->dir == DIR_OUT ? "written" : "read",
+				e->source == SOURCE_TLS ? "TLS" : "syscall", e->len,
+				(unsigned long long)e->hdr.ts_ns);
 	}
 	return missed;
 }
