@@ -229,8 +229,13 @@ static bool may_read_from_peers(struct dispatch *d, pid_t pid, const char *comm)
 {
 	const struct target *t = targets__of(d->deps.targets, pid);
 
-	if (t)
+	/* Found as a role's replacement but not attached yet, its flags are not set: it reads as
+	 * its role does (test-faults b: a restarted scheduler's first Writes freed here, so the
+	 * first pod after the restart lost the watch event that told the scheduler of it). */
+	if (t && t->attached)
 		return t->reads_via_syscall;
+	if (t && (t->role == ROLE_SCHEDULER || t->role == ROLE_ETCD))
+		return true;
 	return !strcmp(comm, process_role__name(ROLE_SCHEDULER)) ||
 	       !strcmp(comm, process_role__name(ROLE_ETCD));
 }
@@ -238,8 +243,17 @@ static bool may_read_from_peers(struct dispatch *d, pid_t pid, const char *comm)
 /* A client of the apiserver that does not read through the peer feed: nothing is queued for it. */
 static void no_reader_check(struct dispatch *d, const struct dispatch_conn *cc)
 {
-	if (cc->who.peer_pid && !may_read_from_peers(d, cc->who.peer_pid, cc->who.peer_comm))
-		peer_feed__no_reader(d->peer_feed, &cc->who.local, &cc->who.remote);
+	uint64_t freed;
+
+	if (!cc->who.peer_pid || may_read_from_peers(d, cc->who.peer_pid, cc->who.peer_comm))
+		return;
+	freed = peer_feed__no_reader(d->peer_feed, &cc->who.local, &cc->who.remote);
+	if (verbose && freed)
+		fprintf(stderr,
+			"bindtrace: %s -> %s: %llu bytes queued for its reader freed: pid %d (%s) "
+			"does not read through the peer feed\n",
+			endpoint__str(&cc->who.local).s, endpoint__str(&cc->who.remote).s,
+			(unsigned long long)freed, cc->who.peer_pid, cc->who.peer_comm);
 }
 
 /* A traced process's connection seen for the first time: who it is, which end is the client
@@ -265,8 +279,17 @@ static struct dispatch_conn *conn_of(struct dispatch *d, const struct target *t,
 		return cc;
 	/* Its reads come from its own Read probes: nothing its peer writes is kept for it (etcd's
 	 * answers to the apiserver, the scheduler's requests). */
-	if (!t->reads_via_syscall)
-		peer_feed__no_reader(d->peer_feed, &who.remote, &who.local);
+	if (!t->reads_via_syscall) {
+		uint64_t freed = peer_feed__no_reader(d->peer_feed, &who.remote, &who.local);
+
+		if (verbose && freed)
+			fprintf(
+			    stderr,
+			    "bindtrace: %s -> %s: %llu bytes queued for its reader freed: %s pid "
+			    "%d reads through its own probes\n",
+			    endpoint__str(&who.remote).s, endpoint__str(&who.local).s,
+			    (unsigned long long)freed, process_role__name(t->role), t->proc.pid);
+	}
 	/* The apiserver's clients on this host, named: the watchers of a bind. */
 	if (t->role != ROLE_APISERVER || !accepted) {
 		peer = NULL;

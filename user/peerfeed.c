@@ -487,17 +487,20 @@ static struct conn_key key_of_ends(const struct endpoint *local, const struct en
 	return k;
 }
 
-void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
-			  const struct endpoint *remote)
+uint64_t peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *local,
+			      const struct endpoint *remote)
 {
 	struct conn_key k = key_of_ends(local, remote);
+	uint64_t queued;
 	struct slot *s;
 
 	/* A remote one without a slot keeps nothing unless its reader reads this way: no slot. */
 	s = slot_find(pf, &k, endpoint__same_host(k.family, k.src, k.dst));
 	if (!s || s->confirmed)
-		return;
+		return 0;
+	queued = s->queued_bytes;
 	slot_no_reader(pf, s);
+	return queued;
 }
 
 void peer_feed__reader_reads(struct peer_feed *pf, const struct endpoint *local,

@@ -86,9 +86,9 @@ uint64_t peer_feed__expire(struct peer_feed *pf, uint64_t now);
  * watcher): what is queued for it is freed and nothing more is queued for it (counted in
  * no_reader), so that the local clients nobody traces (controllers, kubelets on a test bed,
  * kubectl) cost nothing here. A read(2) of it that shows up after all undoes this (counted in
- * reader_came). */
-void peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *writer_local,
-			  const struct endpoint *writer_remote);
+ * reader_came). Returns the bytes it freed. */
+uint64_t peer_feed__no_reader(struct peer_feed *pf, const struct endpoint *writer_local,
+			      const struct endpoint *writer_remote);
 /* The reader of that connection reads this way from now on (a watcher, which read through its
  * own Read probes, was the restarted scheduler and is traced as such): what peer_feed__no_reader
  * said is undone before its first read(2), so the Writes from here on are kept for it (those
