@@ -13,6 +13,7 @@
 #include "conns.h"
 #include "link_reaper.h"
 #include "session.h"
+#include "tls13.h"
 #include "tlswire.h"
 #include "tlsprobe.h"
 #include "util.h"
@@ -57,29 +58,40 @@ static void on_signal(int sig)
 		stopping = 1;
 }
 
+/* A known TLS 1.3 suite, and half i's secret of its hash length, not zero. */
+static bool suite_known(uint16_t suite)
+{
+	return suite >= TLS13_AES_128_GCM_SHA256 && suite <= TLS13_CHACHA20_POLY1305_SHA256;
+}
+
+static bool secret_holds(const struct tls_keys_event *e, int i, bool *zero)
+{
+	uint64_t want = e->cipher_suite == TLS13_AES_256_GCM_SHA384 ? 48 : 32;
+
+	*zero = true;
+	for (size_t k = 0; k < want; k++)
+		*zero &= !e->secret[i][k];
+	return e->secret_len[i] == want && !*zero;
+}
+
 /* Does what was read at gotls's offsets hold up as a TLS 1.3 connection's state? NULL, or why
  * not. */
 static const char *tls_keys_refusal(const struct tls_keys_event *e, char *buf, size_t len)
 {
-	uint64_t want = e->cipher_suite == 0x1302 ? 48 : 32;
-
 	if (e->vers != 0x0304 || e->version[0] != 0x0304 || e->version[1] != 0x0304) {
 		snprintf(buf, len, "versions 0x%04x, in 0x%04x, out 0x%04x", e->vers, e->version[0],
 			 e->version[1]);
 		return buf;
 	}
-	if (e->cipher_suite < 0x1301 || e->cipher_suite > 0x1303) {
+	if (!suite_known(e->cipher_suite)) {
 		snprintf(buf, len, "cipher suite 0x%04x", e->cipher_suite);
 		return buf;
 	}
 	for (int i = 0; i < 2; i++) {
-		bool zero = true;
+		bool zero;
 
-		for (size_t k = 0; k < want; k++)
-			zero &= !e->secret[i][k];
 		/* The sequence numbers are big-endian; a connection's does not reach 2^40. */
-		if (e->secret_len[i] != want || zero || e->seq[i][0] || e->seq[i][1] ||
-		    e->seq[i][2]) {
+		if (!secret_holds(e, i, &zero) || e->seq[i][0] || e->seq[i][1] || e->seq[i][2]) {
 			snprintf(buf, len,
 				 "%s: secret of %llu bytes%s, sequence bytes %02x%02x%02x",
 				 i ? "out" : "in", (unsigned long long)e->secret_len[i],
@@ -91,7 +103,6 @@ static const char *tls_keys_refusal(const struct tls_keys_event *e, char *buf, s
 }
 
 #define TLS_KEYS_SEEN_MAX 16384
-#define TLS13_SUITE_AES_256_GCM_SHA384 0x1302
 
 /* 8 bytes of the secret's SHA-256: enough to match two ends, nothing to decrypt with. */
 static uint64_t secret_fingerprint(const __u8 *secret, size_t len)
@@ -155,14 +166,10 @@ static void count_tls_keys(struct session *s, const struct tls_keys_event *e)
  * of its hash length, not zero. */
 static void secret_probe_key(struct session *s, const struct tls_keys_event *e)
 {
-	size_t want = e->cipher_suite == TLS13_SUITE_AES_256_GCM_SHA384 ? 48 : 32;
-	bool zero = true;
+	bool zero;
 
 	s->secret_probe_keys++;
-	for (size_t i = 0; i < want && i < sizeof(e->secret[1]); i++)
-		zero &= !e->secret[1][i];
-	if (e->cipher_suite < 0x1301 || e->cipher_suite > 0x1303 || e->secret_len[1] != want ||
-	    zero) {
+	if (!suite_known(e->cipher_suite) || !secret_holds(e, 1, &zero)) {
 		s->secret_probe_refused++;
 		return;
 	}
@@ -416,7 +423,8 @@ static int load(struct session *s)
 	probe_hits__configure(s->skel);
 	if (s->skel->rodata->copy_tls_wire) {
 		s->wire_delivers = env_on("BINDTRACE_TLS_WIRE");
-		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s);
+		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s,
+					   env_on("BINDTRACE_TLS_DECRYPT"));
 		if (!s->tls_wire) {
 			fprintf(stderr, "%s: out of memory\n", s->opt.name);
 			return -ENOMEM;

@@ -494,7 +494,7 @@ struct own_each {
 	uint64_t *own;
 	size_t n_own;
 	void (*fn)(void *ctx, const struct endpoint *local, const struct endpoint *remote,
-		   bool listening);
+		   bool listening, uint64_t inode);
 	void *ctx;
 };
 
@@ -504,12 +504,12 @@ static void take_own(const struct sockdiag_socket *sock, void *ctx)
 	uint64_t inode = sock->inode;
 
 	if (bsearch(&inode, a->own, a->n_own, sizeof(inode), cmp_u64))
-		a->fn(a->ctx, &sock->local, &sock->remote, sock->state == TCP_LISTEN);
+		a->fn(a->ctx, &sock->local, &sock->remote, sock->state == TCP_LISTEN, inode);
 }
 
 void sockets__each_own(pid_t pid, uint32_t states,
 		       void (*fn)(void *ctx, const struct endpoint *local,
-				  const struct endpoint *remote, bool listening),
+				  const struct endpoint *remote, bool listening, uint64_t inode),
 		       void *ctx)
 {
 	struct own_each a = { .fn = fn, .ctx = ctx };

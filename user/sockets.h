@@ -64,10 +64,10 @@ void sockets__each_accepted(struct sockets *s, pid_t pid,
 
 /* Calls fn for each TCP socket of pid's own (not merely of its namespace) in one of states
  * (SOCKDIAG_LISTEN, SOCKDIAG_ESTABLISHED, a mask), read from /proc/PID/net/tcp and tcp6: listening
- * ones with remote unknown. Reads /proc: for the start and the poll loop. */
+ * ones with remote unknown; inode is the socket's. Reads /proc: for the start and the poll loop. */
 void sockets__each_own(pid_t pid, uint32_t states,
 		       void (*fn)(void *ctx, const struct endpoint *local,
-				  const struct endpoint *remote, bool listening),
+				  const struct endpoint *remote, bool listening, uint64_t inode),
 		       void *ctx);
 
 /* The socket inodes open in pid, sorted, in a malloc'ed array the caller frees; NULL and *n = 0

@@ -1,5 +1,4 @@
 /* The traced processes: found, attached, replaced when they restart. See targets.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -87,10 +86,11 @@ bool targets__apiserver_reads_via_syscall(const struct targets *ts)
 
 /* The first established connection of a process whose remote end is not on this host. */
 static void first_off_host(void *ctx, const struct endpoint *local, const struct endpoint *remote,
-			   bool listening)
+			   bool listening, uint64_t inode)
 {
 	struct endpoint *first = ctx;
 
+	(void)inode;
 	if (!listening && !first->family &&
 	    !endpoint__same_host(local->family, local->addr, remote->addr))
 		*first = *remote;
@@ -652,12 +652,12 @@ struct on_node {
 };
 
 static void own_socket_on_node(void *ctx, const struct endpoint *local,
-			       const struct endpoint *remote, bool listening)
+			       const struct endpoint *remote, bool listening, uint64_t inode)
 {
 	struct on_node *a = ctx;
 
 	(void)remote;
-	(void)listening;
+	(void)listening, (void)inode;
 	if (endpoint__in(local, a->ts->node_addrs, a->ts->n_node_addrs))
 		a->found = true;
 }
@@ -847,35 +847,37 @@ static bool release_watcher(struct targets *ts, pid_t pid)
 	return was;
 }
 
-/* The inodes of the established TCP sockets in pid's network namespace (/proc/PID/net/tcp and
- * tcp6), sorted; their number, or -1. */
-static int established_inodes(pid_t pid, uint64_t *out, int cap)
+struct keyed_walk {
+	struct targets *ts;
+	const struct target *t;
+	bool all;
+	char *why;
+	size_t why_len;
+};
+
+static void check_keyed(void *ctx, const struct endpoint *local, const struct endpoint *remote,
+			bool listening, uint64_t inode)
 {
-	static const char *const files[] = { "tcp", "tcp6" };
-	char path[64], line[512];
-	int n = 0;
+	struct keyed_walk *w = ctx;
+	uint64_t written = 0;
+	uint32_t flags = 0;
 
-	for (size_t f = 0; f < 2; f++) {
-		FILE *in;
-
-		snprintf(path, sizeof(path), "/proc/%d/net/%s", pid, files[f]);
-		in = fopen(path, "r");
-		if (!in)
-			return -1;
-		while (fgets(line, sizeof(line), in)) {
-			unsigned st;
-			unsigned long long ino;
-
-			/* sl local rem st tx:rx tr:tm retrnsmt uid timeout inode */
-			if (sscanf(line, " %*s %*s %*s %x %*s %*s %*s %*s %*s %llu", &st, &ino) !=
-				2 ||
-			    st != 1 || !ino || n == cap)
-				continue;
-			out[n++] = ino;
-		}
-		fclose(in);
+	(void)local, (void)remote, (void)listening;
+	if (!w->all)
+		return;
+	if (session__conn_flags(w->ts->session, w->t->proc.pid, inode, &flags, &written)) {
+		/* Silent since attaching for TARGETS_WIRE_SILENT_NS: not on a bind's path. Should
+		 * it write, its first write(2)s go unkeyed (counted) and bring the Write probe back. */
+		if (util__monotonic_ns() - w->t->wire_attached_ns >= TARGETS_WIRE_SILENT_NS)
+			return;
+		snprintf(w->why, w->why_len, "socket %llu not met since attaching",
+			 (unsigned long long)inode);
+		w->all = false;
+	} else if (!(flags & CONN_KEYED) && ((flags & CONN_TLS) || !written)) {
+		snprintf(w->why, w->why_len, "socket %llu %s", (unsigned long long)inode,
+			 flags & CONN_TLS ? "TLS, not keyed" : "not seen writing");
+		w->all = false;
 	}
-	return n;
 }
 
 /* Whether every established TCP connection of t is keyed (its Writes come from its wire) or was
@@ -885,60 +887,10 @@ static int established_inodes(pid_t pid, uint64_t *out, int cap)
 static bool every_connection_keyed(struct targets *ts, const struct target *t, char *why,
 				   size_t why_len)
 {
-	enum { MAX_SOCKETS = 8192 };
-	uint64_t *est = malloc(MAX_SOCKETS * sizeof(*est));
-	char path[64], link[64];
-	struct dirent *d;
-	bool all = true;
-	DIR *dir;
-	int n;
+	struct keyed_walk w = { .ts = ts, .t = t, .all = true, .why = why, .why_len = why_len };
 
-	snprintf(why, why_len, "its sockets could not be read");
-	if (!est)
-		return false;
-	n = established_inodes(t->proc.pid, est, MAX_SOCKETS);
-	snprintf(path, sizeof(path), "/proc/%d/fd", t->proc.pid);
-	dir = n >= 0 ? opendir(path) : NULL;
-	if (!dir) {
-		free(est);
-		return false;
-	}
-	while (all && (d = readdir(dir))) {
-		char fdpath[600];
-		unsigned long long ino;
-		uint64_t written = 0;
-		uint32_t flags = 0;
-		ssize_t len;
-		int i;
-
-		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, d->d_name);
-		len = readlink(fdpath, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = 0;
-		if (sscanf(link, "socket:[%llu]", &ino) != 1)
-			continue;
-		for (i = 0; i < n && est[i] != ino; i++)
-			;
-		if (i == n)
-			continue; /* not an established TCP connection */
-		if (session__conn_flags(ts->session, t->proc.pid, ino, &flags, &written)) {
-			/* Silent since attaching for TARGETS_WIRE_SILENT_NS: not on a bind's path.
-			 * Should it write, its first write(2)s go unkeyed (counted) and bring the
-			 * Write probe back. */
-			if (util__monotonic_ns() - t->wire_attached_ns >= TARGETS_WIRE_SILENT_NS)
-				continue;
-			snprintf(why, why_len, "socket %llu not met since attaching", ino);
-			all = false;
-		} else if (!(flags & CONN_KEYED) && ((flags & CONN_TLS) || !written)) {
-			snprintf(why, why_len, "socket %llu %s", ino,
-				 flags & CONN_TLS ? "TLS, not keyed" : "not seen writing");
-			all = false;
-		}
-	}
-	closedir(dir);
-	free(est);
-	return all;
+	sockets__each_own(t->proc.pid, SOCKDIAG_ESTABLISHED, check_keyed, &w);
+	return w.all;
 }
 
 void targets__print_wire(const struct targets *ts, FILE *out)
@@ -971,6 +923,7 @@ void targets__wire_tick(struct targets *ts, uint64_t now_ns)
 	for (int i = 0; i < ts->n; i++) {
 		struct target *t = &ts->t[i];
 		uint64_t n;
+		int fd;
 
 		/* The three roles; a watcher keeps its probes (its reads need them anyway). */
 		if (!t->attached || t->role == ROLE_WATCHER || t->tls.secret_index < 0)
@@ -1008,13 +961,16 @@ void targets__wire_tick(struct targets *ts, uint64_t now_ns)
 			snprintf(t->wire_waiting, sizeof(t->wire_waiting), "%s", why);
 			continue;
 		}
-		if (tls_attachment__write_off(&t->tls))
+		fd = tls_attachment__write_off(&t->tls);
+		if (fd < 0)
 			continue;
+		/* Off the event loop: the close waits for an RCU grace period (20-150 ms). */
+		link_reaper__add(&ts->reaper, NULL, 0, &fd, 1);
 		t->write_offs++;
 		if (verbose)
 			fprintf(stderr,
-				"bindtrace: %s pid %d: every TLS connection that wrote is keyed: "
-				"Write probe off (%.1f ms)\n",
+				"bindtrace: %s pid %d: every connection is keyed: Write probe off "
+				"(checked in %.1f ms)\n",
 				process_role__name(t->role), t->proc.pid,
 				(double)(util__monotonic_ns() - now_ns) / 1e6);
 	}

@@ -409,15 +409,15 @@ int tls_attachment__attach(struct tls_attachment *att, struct capture_bpf *skel,
 
 int tls_attachment__write_off(struct tls_attachment *att)
 {
-	int i = att->write_index;
+	int i = att->write_index, fd;
 
 	if (!att->write_is_multi || att->write_off || i < 0 || (size_t)i >= att->n_multi)
 		return -ENOTSUP;
-	close(att->multi_fds[i]);
+	fd = att->multi_fds[i];
 	att->multi_fds[i] = -1;
 	att->write_off = true;
 	att->n_probes--;
-	return 0;
+	return fd;
 }
 
 int tls_attachment__write_on(struct tls_attachment *att, char *why, size_t why_len)

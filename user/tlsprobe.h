@@ -116,8 +116,9 @@ int tls_attachment__attach_sites(struct tls_attachment *att, struct capture_bpf 
 				 const char *binary, const struct tls_sites *sites, unsigned flags,
 				 char *why, size_t why_len);
 void tls_attachment__detach(struct tls_attachment *att);
-/* The Write probe taken away (its link closed) and put back: with uprobe_multi only (-ENOTSUP
- * otherwise). 0 or a negative errno, why saying what failed. */
+/* The Write probe taken away and put back: with uprobe_multi only (-ENOTSUP otherwise). _off
+ * returns its link's descriptor for the caller to close (a grace period's wait: a reaper's job);
+ * _on 0 or a negative errno, why saying what failed. */
 int tls_attachment__write_off(struct tls_attachment *att);
 int tls_attachment__write_on(struct tls_attachment *att, char *why, size_t why_len);
 

@@ -41,13 +41,14 @@ struct check_conn {
 };
 
 struct tlswire {
+	bool compare; /* keep the Write probe's plaintext and compare the records with it */
 	tlswire_deliver_fn deliver;
 	void *deliver_ctx;
 	struct data_event *out; /* one record's event */
 	struct check_conn *buckets[BUCKETS];
 	size_t n_conns;
 	size_t window_bytes;
-	struct tlswire_stats dropped; /* of connections not followed (table full) */
+	uint64_t table_full; /* connections not followed */
 	/* wire bytes of connections without a stream, by pid */
 	struct unkeyed {
 		pid_t pid;
@@ -74,12 +75,13 @@ static struct check_conn *find(const struct tlswire *c, pid_t pid, uint64_t conn
 	return NULL;
 }
 
-struct tlswire *tlswire__new(tlswire_deliver_fn deliver, void *ctx)
+struct tlswire *tlswire__new(tlswire_deliver_fn deliver, void *ctx, bool compare)
 {
 	struct tlswire *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
+	c->compare = compare || !deliver;
 	c->deliver = deliver;
 	c->deliver_ctx = ctx;
 	if (deliver) {
@@ -144,7 +146,7 @@ void tlswire__key(struct tlswire *c, const struct tls_keys_event *e)
 		return;
 	}
 	if (c->n_conns >= TLSWIRE_MAX_CONNS) {
-		c->dropped.table_full++;
+		c->table_full++;
 		tls13_stream__free(out);
 		return;
 	}
@@ -203,7 +205,7 @@ bool tlswire__plain(struct tlswire *c, const struct data_event *e)
 
 	if (!k)
 		return false;
-	if (!n)
+	if (!n || !c->compare)
 		return true;
 	w = &k->w;
 	if (at > w->start + w->len || at + n < w->start) {
@@ -331,7 +333,8 @@ static void on_record(void *ctx, const struct tls13_record *r)
 	}
 	k->st.records++;
 	k->st.plain_bytes += r->len;
-	compare(k, r->plain, r->len);
+	if (k->owner->compare)
+		compare(k, r->plain, r->len);
 	if (k->owner->deliver)
 		deliver(k, r);
 	k->dec_offset += r->len;
@@ -425,7 +428,7 @@ void tlswire__stats(const struct tlswire *c, pid_t pid, struct tlswire_stats *ou
 		if (!pid || c->unkeyed[i].pid == pid)
 			out->wire_unkeyed += c->unkeyed[i].bytes;
 	if (!pid)
-		out->table_full = c->dropped.table_full;
+		out->table_full = c->table_full;
 }
 
 static void print_line(FILE *out, pid_t pid, const char *comm, const struct tlswire_stats *s)
@@ -476,9 +479,9 @@ void tlswire__print(const struct tlswire *c, FILE *out)
 		tlswire__stats(c, c->unkeyed[i].pid, &s);
 		print_line(out, c->unkeyed[i].pid, c->unkeyed[i].comm, &s);
 	}
-	if (c->dropped.table_full)
+	if (c->table_full)
 		fprintf(out,
 			"bindtrace: TLS 1.3 decrypted from write(2): %llu "
 			"connections not followed (table full)\n",
-			(unsigned long long)c->dropped.table_full);
+			(unsigned long long)c->table_full);
 }

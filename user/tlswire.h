@@ -9,7 +9,7 @@
  *
  * BINDTRACE_TLS_WIRE=1: the records are also delivered as the connection's Writes (a data_event
  * per record: its plaintext, its header's TCP sequence number, the time of the write(2) that
- * completed it), in place of the Write probe's, which are still compared while it is attached.
+ * completed it), in place of the Write probe's; compared as well only when both are set.
  *
  * Each connection (pid, socket inode) keeps its out direction's tls13 stream, from the secret and
  * sequence number read when its state was, and a window of the Write probe's recent plaintext
@@ -51,8 +51,9 @@ struct tlswire_stats {
 /* Called with each record's event (valid during the call). */
 typedef void (*tlswire_deliver_fn)(void *ctx, const struct data_event *e);
 
-/* deliver NULL: compare only. */
-struct tlswire *tlswire__new(tlswire_deliver_fn deliver, void *ctx);
+/* deliver NULL: compare only; compare false: deliver only (the Write probe's plaintext is not
+ * kept). */
+struct tlswire *tlswire__new(tlswire_deliver_fn deliver, void *ctx, bool compare);
 void tlswire__free(struct tlswire *c);
 
 /* A connection's state, already checked to hold up (session.c's tls_keys_refusal). */

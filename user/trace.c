@@ -301,7 +301,7 @@ struct off_node {
 };
 
 static void connection_off_node(void *ctx, const struct endpoint *local,
-				const struct endpoint *remote, bool listening)
+				const struct endpoint *remote, bool listening, uint64_t inode)
 {
 	struct off_node *a = ctx;
 	const struct trace_options *opt = &a->tr->opt;
@@ -310,6 +310,7 @@ static void connection_off_node(void *ctx, const struct endpoint *local,
 	pid_t peer_pid;
 	int i;
 
+	(void)inode;
 	/* Only what it connected to: the clients it accepted are theirs to trace. */
 	if (listening || sockets__is_listening(a->tr->sockets, a->t->proc.pid, local))
 		return;

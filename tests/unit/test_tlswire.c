@@ -84,7 +84,7 @@ static struct sealer new_sealer(void)
 
 static void test_equal(size_t piece)
 {
-	struct tlswire *c = tlswire__new(NULL, NULL);
+	struct tlswire *c = tlswire__new(NULL, NULL, true);
 	struct sealer s = new_sealer();
 	static uint8_t a[100], b[3000], w[8192];
 	struct tlswire_stats st;
@@ -119,7 +119,7 @@ static void test_equal(size_t piece)
 
 static void test_differ_and_lost(void)
 {
-	struct tlswire *c = tlswire__new(NULL, NULL);
+	struct tlswire *c = tlswire__new(NULL, NULL, true);
 	struct sealer s = new_sealer();
 	uint8_t rec[4][200], changed[200], w[4096];
 	struct tlswire_stats st;
@@ -161,7 +161,7 @@ static void test_differ_and_lost(void)
 /* A record whose Write the window no longer holds (or never did) is not compared. */
 static void test_uncompared(void)
 {
-	struct tlswire *c = tlswire__new(NULL, NULL);
+	struct tlswire *c = tlswire__new(NULL, NULL, true);
 	struct sealer s = new_sealer();
 	uint8_t a[64], w[512];
 	struct tlswire_stats st;
@@ -178,6 +178,69 @@ static void test_uncompared(void)
 	tlswire__free(c);
 }
 
+/* Delivering: each record as a Write, its offset in the plaintext stream (a lost record's wire
+ * size moves it on: a gap), its header's TCP sequence number, nothing kept for comparing. */
+struct got_write {
+	int n;
+	uint64_t offset[8];
+	uint32_t len[8], seq[8];
+};
+
+static void on_write(void *ctx, const struct data_event *e)
+{
+	struct got_write *g = ctx;
+
+	if (g->n < 8) {
+		g->offset[g->n] = e->offset;
+		g->len[g->n] = e->len;
+		g->seq[g->n] = e->tcp_seq;
+		g->n++;
+	}
+	CHECK(e->source == SOURCE_TLS && e->dir == DIR_OUT, "source %u dir %u", e->source, e->dir);
+}
+
+static void test_deliver(void)
+{
+	struct got_write g = { 0 };
+	struct tlswire *c = tlswire__new(on_write, &g, false);
+	struct sealer s = new_sealer();
+	uint8_t a[100], w[1024];
+	size_t n = 0, r1, r2;
+	struct data_event *e;
+	struct tlswire_stats st;
+
+	memset(a, 'q', sizeof(a));
+	key(c, &s);
+	e = event(SOURCE_TLS, 0, a, 10, CONN);
+	CHECK(tlswire__plain(c, e), "a keyed connection's Write is said to come from the wire");
+	free(e);
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 100, 0, w + n);
+	r1 = n;
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 50, 0, w + n);
+	r2 = n;
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 30, 0, w + n);
+	/* The first record from TCP sequence 1000; the second lost; the third from its place. */
+	e = event(SOURCE_TLS_WIRE, 0, w, r1, CONN);
+	e->tcp_seq = 1000;
+	tlswire__wire(c, e);
+	free(e);
+	e = event(SOURCE_TLS_WIRE, r2, w + r2, n - r2, CONN);
+	e->tcp_seq = 1000 + (uint32_t)r2;
+	tlswire__wire(c, e);
+	free(e);
+	CHECK_INT(g.n, 2);
+	CHECK_INT(g.offset[0], 0);
+	CHECK_INT(g.len[0], 100);
+	CHECK_INT(g.seq[0], 1000);
+	CHECK_INT(g.offset[1], 100 + (r2 - r1)); /* after a gap of the lost record's wire size */
+	CHECK_INT(g.len[1], 30);
+	CHECK_INT(g.seq[1], 1000 + r2);
+	tlswire__stats(c, PID, &st);
+	CHECK_INT(st.delivered, 2);
+	CHECK_INT(st.equal + st.differ + st.uncompared, 0);
+	tlswire__free(c);
+}
+
 int main(void)
 {
 	test_equal(0);
@@ -185,5 +248,6 @@ int main(void)
 	test_equal(333);
 	test_differ_and_lost();
 	test_uncompared();
+	test_deliver();
 	return check_summary("test_tlswire");
 }
