@@ -71,7 +71,8 @@ struct tls13_stats {
 	uint64_t records;	  /* authenticated and delivered */
 	uint64_t plain_bytes;	  /* delivered */
 	uint64_t skipped_plain;	  /* plaintext records (outer type not 23) */
-	uint64_t unauthenticated; /* whole records no sequence number of the window opened */
+	uint64_t unauthenticated; /* whole records no sequence number of the window opened... */
+	uint64_t before_first;	  /* ...and those before any record opened (a handshake's own) */
 	uint64_t resyncs;	  /* times the stream found a record again after lost bytes */
 	uint64_t scanned_bytes;	  /* bytes passed over while looking for a record */
 	uint64_t lost_bytes;	  /* said lost by the caller */

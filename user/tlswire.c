@@ -398,6 +398,7 @@ static void add(struct tlswire_stats *to, const struct tlswire_stats *s)
 	to->differ += s->differ;
 	to->uncompared += s->uncompared;
 	to->unauthenticated += s->unauthenticated;
+	to->before_first += s->before_first;
 	to->resyncs += s->resyncs;
 	to->given_up_bytes += s->given_up_bytes;
 	to->lost_bytes += s->lost_bytes;
@@ -418,6 +419,7 @@ void tlswire__stats(const struct tlswire *c, pid_t pid, struct tlswire_stats *ou
 				continue;
 			tls13_stream__stats(k->out, &t);
 			s.unauthenticated = t.unauthenticated;
+			s.before_first = t.before_first;
 			s.resyncs = t.resyncs;
 			s.given_up_bytes = t.given_up_bytes;
 			s.lost_bytes = t.lost_bytes;
@@ -438,15 +440,17 @@ static void print_line(FILE *out, pid_t pid, const char *comm, const struct tlsw
 	    "bindtrace: TLS 1.3 decrypted from write(2): pid %d (%s): "
 	    "%llu connections, %llu wire bytes, %llu records (%llu bytes) decrypted, %llu bytes "
 	    "equal to the Write probe's plaintext, %llu differing, %llu not compared; %llu "
-	    "other records, %llu records not authenticated, %llu resyncs, %llu bytes lost, "
+	    "other records, %llu records not authenticated (and %llu of a handshake before the "
+	    "first), %llu resyncs, %llu bytes lost, "
 	    "%llu given up, %llu wire bytes without a key; %llu records delivered as Writes\n",
 	    pid, comm, (unsigned long long)s->conns, (unsigned long long)s->wire_bytes,
 	    (unsigned long long)s->records, (unsigned long long)s->plain_bytes,
 	    (unsigned long long)s->equal, (unsigned long long)s->differ,
 	    (unsigned long long)s->uncompared, (unsigned long long)s->other_records,
-	    (unsigned long long)s->unauthenticated, (unsigned long long)s->resyncs,
-	    (unsigned long long)s->lost_bytes, (unsigned long long)s->given_up_bytes,
-	    (unsigned long long)s->wire_unkeyed, (unsigned long long)s->delivered);
+	    (unsigned long long)s->unauthenticated, (unsigned long long)s->before_first,
+	    (unsigned long long)s->resyncs, (unsigned long long)s->lost_bytes,
+	    (unsigned long long)s->given_up_bytes, (unsigned long long)s->wire_unkeyed,
+	    (unsigned long long)s->delivered);
 }
 
 void tlswire__print(const struct tlswire *c, FILE *out)

@@ -7,9 +7,10 @@
  * else: whether the wire and the secret alone give the same plaintext, on every connection of
  * every process, with nothing else changed.
  *
- * BINDTRACE_TLS_WIRE=1: the records are also delivered as the connection's Writes (a data_event
- * per record: its plaintext, its header's TCP sequence number, the time of the write(2) that
- * completed it), in place of the Write probe's; compared as well only when both are set.
+ * Writes from the wire (trace's default, off with BINDTRACE_TLS_WIRE=0): the records are also
+ * delivered as the connection's Writes (a data_event per record: its plaintext, its header's TCP
+ * sequence number, the time of the write(2) that completed it), in place of the Write probe's;
+ * compared as well only when both are set.
  *
  * Each connection (pid, socket inode) keeps its out direction's tls13 stream, from the secret and
  * sequence number read when its state was, and a window of the Write probe's recent plaintext
@@ -43,9 +44,10 @@ struct tlswire_stats {
 	uint64_t differ;	/* bytes not equal */
 	uint64_t uncompared;	/* no probe bytes held there (evicted, lost, not aligned) */
 	uint64_t unauthenticated, resyncs, given_up_bytes, lost_bytes; /* the streams' */
-	uint64_t table_full; /* connections not followed */
-	uint64_t delivered;  /* records delivered as Writes */
-	uint64_t gap_bytes;  /* wire bytes of records lost between two that opened */
+	uint64_t before_first; /* not authenticated before any opened: a handshake's flight */
+	uint64_t table_full;   /* connections not followed */
+	uint64_t delivered;    /* records delivered as Writes */
+	uint64_t gap_bytes;    /* wire bytes of records lost between two that opened */
 };
 
 /* Called with each record's event (valid during the call). */
