@@ -42,8 +42,8 @@ struct session {
 	} * tls_seen;
 	size_t n_tls_seen;
 	uint64_t tls_pairs;
-	struct tlswire *tls_wire; /* BINDTRACE_TLS_DECRYPT=1 or Writes from the wire */
-	bool wire_delivers;	  /* wire_on(): keyed connections' Writes from it */
+	struct tlswire *tls_wire; /* BINDTRACE_TLS_DECRYPT=1 or BINDTRACE_TLS_WIRE=1 */
+	bool wire_delivers;	  /* BINDTRACE_TLS_WIRE=1: keyed connections' Writes from it */
 	uint64_t secret_probe_keys, secret_probe_refused; /* tls_secret's */
 };
 
@@ -243,15 +243,7 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-/* BINDTRACE_TLS_WIRE: set, its value decides; unset, the caller's default. */
-static bool wire_on(const struct session_options *opt)
-{
-	const char *v = getenv("BINDTRACE_TLS_WIRE");
-
-	return v && *v ? strcmp(v, "0") != 0 : opt->wire_default;
-}
-
-static void probe_hits__configure(struct capture_bpf *skel, const struct session_options *opt)
+static void probe_hits__configure(struct capture_bpf *skel)
 {
 	const char *v = getenv("BINDTRACE_PROBE_HITS");
 	const char *r = getenv("BINDTRACE_READ_RET_ONLY");
@@ -262,9 +254,10 @@ static void probe_hits__configure(struct capture_bpf *skel, const struct session
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
 	v = getenv("BINDTRACE_TLS_KEYS");
 	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
-	/* BINDTRACE_TLS_DECRYPT=1 and Writes from the wire: the state read, and the keyed
+	/* BINDTRACE_TLS_DECRYPT=1 and BINDTRACE_TLS_WIRE=1: the state read, and the keyed
 	 * connections' write(2)s copied (see tlswire.h). */
-	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire_on(opt);
+	skel->rodata->copy_tls_wire =
+	    env_on("BINDTRACE_TLS_DECRYPT") || env_on("BINDTRACE_TLS_WIRE");
 	if (skel->rodata->copy_tls_wire)
 		skel->rodata->harvest_tls_keys = true;
 }
@@ -405,7 +398,7 @@ static int attach_tracepoints(struct session *s)
 	return 0;
 }
 
-/* A record of a keyed connection as its Write (Writes from the wire). */
+/* A record of a keyed connection as its Write (BINDTRACE_TLS_WIRE=1). */
 static void deliver_wire(void *ctx, const struct data_event *e)
 {
 	struct session *s = ctx;
@@ -427,9 +420,9 @@ static int load(struct session *s)
 	s->skel->rodata->wake_bytes = s->opt.ringbuf_bytes / 8;
 	s->skel->rodata->uprobe_any_pid = s->opt.uprobe_any_pid;
 	s->skel->rodata->capture_syscalls = !s->opt.no_syscall_data;
-	probe_hits__configure(s->skel, &s->opt);
+	probe_hits__configure(s->skel);
 	if (s->skel->rodata->copy_tls_wire) {
-		s->wire_delivers = wire_on(&s->opt);
+		s->wire_delivers = env_on("BINDTRACE_TLS_WIRE");
 		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s,
 					   env_on("BINDTRACE_TLS_DECRYPT"));
 		if (!s->tls_wire) {

@@ -40,9 +40,6 @@ struct session_options {
 	unsigned long ringbuf_bytes; /* a power of two >= 4096 */
 	bool uprobe_any_pid;	     /* TLS uprobes attached for pid -1 take every process */
 	bool no_syscall_data;	     /* syscall programs emit no plaintext TCP (TLS only) */
-	/* Keyed connections' Writes come from their wire (tlswire.h) unless BINDTRACE_TLS_WIRE=0;
-	 * false: only with BINDTRACE_TLS_WIRE=1. The caller takes Write probes off (targets.h). */
-	bool wire_default;
 };
 
 /* Called for each record of their type (NULL: ignored); the record lives only for the call.
@@ -84,8 +81,7 @@ int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool rea
 bool session__harvests_tls_keys(const struct session *s);
 int session__set_tls_layout(struct session *s, pid_t pid, const struct tls_layout *layout);
 void session__print_tls_keys(const struct session *s, FILE *out);
-/* Keyed connections' Writes come from their wire (tlswire.h): trace's default, off with
- * BINDTRACE_TLS_WIRE=0. */
+/* BINDTRACE_TLS_WIRE=1: keyed connections' Writes come from their wire (tlswire.h). */
 bool session__wire_delivers(const struct session *s);
 /* Then: how many write(2)s of TLS connections without a key pid made (their plaintext needs
  * the Write probe). */

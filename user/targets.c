@@ -902,14 +902,15 @@ void targets__print_wire(const struct targets *ts, FILE *out)
 
 		if (t->role == ROLE_WATCHER || !t->proc.pid)
 			continue;
-		fprintf(out,
-			"bindtrace: %s pid %d: Writes from the wire: Write probe "
-			"%s at exit, taken off %u times, put back %u; %llu write(2)s of TLS "
-			"connections without a key (their bytes not decoded)%s%s\n",
-			process_role__name(t->role), t->proc.pid, t->tls.write_off ? "off" : "on",
-			t->write_offs, t->write_ons, (unsigned long long)t->wire_unkeyed,
-			t->tls.write_off || !t->wire_waiting[0] ? "" : "; it stayed for ",
-			t->tls.write_off ? "" : t->wire_waiting);
+		fprintf(
+		    out,
+		    "bindtrace: %s pid %d: Writes from the wire (BINDTRACE_TLS_WIRE): Write probe "
+		    "%s at exit, taken off %u times, put back %u; %llu write(2)s of TLS "
+		    "connections without a key (their bytes not decoded)%s%s\n",
+		    process_role__name(t->role), t->proc.pid, t->tls.write_off ? "off" : "on",
+		    t->write_offs, t->write_ons, (unsigned long long)t->wire_unkeyed,
+		    t->tls.write_off || !t->wire_waiting[0] ? "" : "; it stayed for ",
+		    t->tls.write_off ? "" : t->wire_waiting);
 	}
 }
 

@@ -7,10 +7,9 @@
  * else: whether the wire and the secret alone give the same plaintext, on every connection of
  * every process, with nothing else changed.
  *
- * Writes from the wire (trace's default, off with BINDTRACE_TLS_WIRE=0): the records are also
- * delivered as the connection's Writes (a data_event per record: its plaintext, its header's TCP
- * sequence number, the time of the write(2) that completed it), in place of the Write probe's;
- * compared as well only when both are set.
+ * BINDTRACE_TLS_WIRE=1: the records are also delivered as the connection's Writes (a data_event
+ * per record: its plaintext, its header's TCP sequence number, the time of the write(2) that
+ * completed it), in place of the Write probe's; compared as well only when both are set.
  *
  * Each connection (pid, socket inode) keeps its out direction's tls13 stream, from the secret and
  * sequence number read when its state was, and a window of the Write probe's recent plaintext

@@ -621,7 +621,6 @@ int cmd_trace(int argc, char **argv)
 		goto cleanup;
 	}
 	sopt.ringbuf_bytes = tr->opt.ringbuf_bytes;
-	sopt.wire_default = true; /* its Write probes go once every connection is keyed */
 	/* The syscall tracepoints are attached here, before any target (session.h says why). */
 	step_begin(&step);
 	tr->session = session__open(&sopt);
