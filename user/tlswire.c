@@ -37,6 +37,12 @@ struct check_conn {
 	struct tlswire_stats st; /* this connection's part */
 	struct tlswire *owner;
 	const struct data_event *wire_ev; /* the wire event being fed */
+	/* The TCP sequence number at wire offset seq_at: a write(2) copied as several events gives
+	 * each the write's first sequence number (capture.bpf.c emit), so it is taken at the
+	 * write's first event and carried on through the others. */
+	uint32_t seq_base, ev_seq;
+	uint64_t seq_at;
+	bool seq_known;
 	struct check_conn *next;
 };
 
@@ -296,7 +302,7 @@ static void compare(struct check_conn *k, const uint8_t *plain, size_t len)
 
 /* The record as the connection's Write: the wire event's process, socket and addresses; the
  * TCP sequence number of its header (the wire's bytes follow the socket's, one for one, from
- * the event's); the time of the write(2) that completed it. */
+ * its write(2)'s first byte: seq_base); the time of the write(2) that completed it. */
 static void deliver(struct check_conn *k, const struct tls13_record *r)
 {
 	struct tlswire *c = k->owner;
@@ -309,7 +315,7 @@ static void deliver(struct check_conn *k, const struct tls13_record *r)
 	e->source = SOURCE_TLS;
 	e->offset = k->dec_offset;
 	e->len = (__u32)r->len;
-	e->tcp_seq = w->tcp_seq + (uint32_t)(r->offset - w->offset);
+	e->tcp_seq = k->seq_base + (uint32_t)(r->offset - k->seq_at);
 	memcpy(e->data, r->plain, r->len);
 	c->deliver(c->deliver_ctx, e);
 	k->st.delivered++;
@@ -377,6 +383,13 @@ void tlswire__wire(struct tlswire *c, const struct data_event *e)
 		at = k->wire_next;
 	} else if (k->wire_known && at > k->wire_next) {
 		tls13_stream__lost(k->out, at - k->wire_next);
+	}
+	/* Another write(2) (its first event): the sequence number is that of its first byte. */
+	if (!k->seq_known || e->tcp_seq != k->ev_seq || e->offset < k->seq_at) {
+		k->seq_known = true;
+		k->ev_seq = e->tcp_seq;
+		k->seq_base = e->tcp_seq;
+		k->seq_at = e->offset;
 	}
 	k->wire_known = true;
 	k->wire_next = at + n;

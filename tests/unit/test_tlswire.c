@@ -241,6 +241,49 @@ static void test_deliver(void)
 	tlswire__free(c);
 }
 
+/* A write(2) copied as several events: each carries the write's first TCP sequence number
+ * (capture.bpf.c emit), so a record completed in a later event still gets its own header's. */
+static void test_deliver_chunks(void)
+{
+	struct got_write g = { 0 };
+	struct tlswire *c = tlswire__new(on_write, &g, false);
+	struct sealer s = new_sealer();
+	uint8_t a[100], w[1024];
+	size_t n = 0, r1, r2, r3, cut;
+	struct data_event *e;
+
+	memset(a, 'c', sizeof(a));
+	key(c, &s);
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 40, 0, w + n);
+	r1 = n;
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 60, 0, w + n);
+	r2 = n;
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 20, 0, w + n);
+	r3 = n;
+	cut = r1 + 10; /* the second record's header in the first event, its end in the second */
+	e = event(SOURCE_TLS_WIRE, 0, w, cut, CONN);
+	e->tcp_seq = 5000;
+	tlswire__wire(c, e);
+	free(e);
+	e = event(SOURCE_TLS_WIRE, cut, w + cut, r3 - cut, CONN);
+	e->tcp_seq = 5000; /* the same write(2): its first byte's */
+	tlswire__wire(c, e);
+	free(e);
+	/* The next write(2): its own first sequence number. */
+	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 5, 0, w + n);
+	e = event(SOURCE_TLS_WIRE, r3, w + r3, n - r3, CONN);
+	e->tcp_seq = 5000 + (uint32_t)r3;
+	tlswire__wire(c, e);
+	free(e);
+	CHECK_INT(g.n, 4);
+	CHECK_INT(g.seq[0], 5000);
+	CHECK_INT(g.seq[1], 5000 + r1);
+	CHECK_INT(g.seq[2], 5000 + r2);
+	CHECK_INT(g.seq[3], 5000 + r3);
+	CHECK_INT(g.offset[3], 40 + 60 + 20);
+	tlswire__free(c);
+}
+
 int main(void)
 {
 	test_equal(0);
@@ -249,5 +292,6 @@ int main(void)
 	test_differ_and_lost();
 	test_uncompared();
 	test_deliver();
+	test_deliver_chunks();
 	return check_summary("test_tlswire");
 }
