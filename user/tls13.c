@@ -279,14 +279,13 @@ static void run_framed(struct tls13_stream *s, tls13_record_fn fn, void *ctx)
 			s->stats.skipped_plain++;
 		} else if (try_record(s, s->buf, wire_len, s->offset, fn, ctx)) {
 			s->failed_in_a_row = 0;
-		} else if (!s->stats.records) {
-			/* A handshake's flight sealed under its own keys, flushed after the
-			 * application secret was set (Go buffers the flight): not a loss. */
-			s->stats.before_first++;
-			if (!s->locked && ++s->failed_in_a_row >= TLS13_GIVE_UP)
-				s->given_up = true;
 		} else {
-			s->stats.unauthenticated++;
+			/* Before any record opened: a handshake's flight sealed under its own keys,
+			 * flushed after the application secret was set (Go buffers it), not a loss. */
+			if (s->stats.records)
+				s->stats.unauthenticated++;
+			else
+				s->stats.before_first++;
 			/* Each costs up to 2 * TLS13_SEQ_WINDOW + 1 decryptions while unlocked. */
 			if (!s->locked && ++s->failed_in_a_row >= TLS13_GIVE_UP)
 				s->given_up = true;

@@ -40,9 +40,8 @@ struct check_conn {
 	/* The TCP sequence number at wire offset seq_at: a write(2) copied as several events gives
 	 * each the write's first sequence number (capture.bpf.c emit), so it is taken at the
 	 * write's first event and carried on through the others. */
-	uint32_t seq_base, ev_seq;
+	uint32_t seq_base;
 	uint64_t seq_at;
-	bool seq_known;
 	struct check_conn *next;
 };
 
@@ -385,9 +384,7 @@ void tlswire__wire(struct tlswire *c, const struct data_event *e)
 		tls13_stream__lost(k->out, at - k->wire_next);
 	}
 	/* Another write(2) (its first event): the sequence number is that of its first byte. */
-	if (!k->seq_known || e->tcp_seq != k->ev_seq || e->offset < k->seq_at) {
-		k->seq_known = true;
-		k->ev_seq = e->tcp_seq;
+	if (!k->wire_known || e->tcp_seq != k->seq_base || e->offset < k->seq_at) {
 		k->seq_base = e->tcp_seq;
 		k->seq_at = e->offset;
 	}

@@ -39,6 +39,17 @@ static void plain(struct tlswire *c, uint64_t offset, const uint8_t *data, size_
 	free(e);
 }
 
+/* A wire event of a write(2) whose first byte had TCP sequence number seq. */
+static void wire_at(struct tlswire *c, uint64_t offset, const uint8_t *data, size_t len,
+		    uint32_t seq)
+{
+	struct data_event *e = event(SOURCE_TLS_WIRE, offset, data, len, CONN);
+
+	e->tcp_seq = seq;
+	tlswire__wire(c, e);
+	free(e);
+}
+
 /* The wire fed in pieces of `piece` bytes (0: whole), from wire offset at. */
 static void wire(struct tlswire *c, uint64_t at, const uint8_t *data, size_t len, size_t piece,
 		 uint64_t conn)
@@ -220,14 +231,8 @@ static void test_deliver(void)
 	r2 = n;
 	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 30, 0, w + n);
 	/* The first record from TCP sequence 1000; the second lost; the third from its place. */
-	e = event(SOURCE_TLS_WIRE, 0, w, r1, CONN);
-	e->tcp_seq = 1000;
-	tlswire__wire(c, e);
-	free(e);
-	e = event(SOURCE_TLS_WIRE, r2, w + r2, n - r2, CONN);
-	e->tcp_seq = 1000 + (uint32_t)r2;
-	tlswire__wire(c, e);
-	free(e);
+	wire_at(c, 0, w, r1, 1000);
+	wire_at(c, r2, w + r2, n - r2, 1000 + (uint32_t)r2);
 	CHECK_INT(g.n, 2);
 	CHECK_INT(g.offset[0], 0);
 	CHECK_INT(g.len[0], 100);
@@ -250,7 +255,6 @@ static void test_deliver_chunks(void)
 	struct sealer s = new_sealer();
 	uint8_t a[100], w[1024];
 	size_t n = 0, r1, r2, r3, cut;
-	struct data_event *e;
 
 	memset(a, 'c', sizeof(a));
 	key(c, &s);
@@ -261,20 +265,11 @@ static void test_deliver_chunks(void)
 	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 20, 0, w + n);
 	r3 = n;
 	cut = r1 + 10; /* the second record's header in the first event, its end in the second */
-	e = event(SOURCE_TLS_WIRE, 0, w, cut, CONN);
-	e->tcp_seq = 5000;
-	tlswire__wire(c, e);
-	free(e);
-	e = event(SOURCE_TLS_WIRE, cut, w + cut, r3 - cut, CONN);
-	e->tcp_seq = 5000; /* the same write(2): its first byte's */
-	tlswire__wire(c, e);
-	free(e);
+	wire_at(c, 0, w, cut, 5000);
+	wire_at(c, cut, w + cut, r3 - cut, 5000); /* the same write(2): its first byte's */
 	/* The next write(2): its own first sequence number. */
 	n += seal(&s, TLS13_TYPE_APPLICATION_DATA, a, 5, 0, w + n);
-	e = event(SOURCE_TLS_WIRE, r3, w + r3, n - r3, CONN);
-	e->tcp_seq = 5000 + (uint32_t)r3;
-	tlswire__wire(c, e);
-	free(e);
+	wire_at(c, r3, w + r3, n - r3, 5000 + (uint32_t)r3);
 	CHECK_INT(g.n, 4);
 	CHECK_INT(g.seq[0], 5000);
 	CHECK_INT(g.seq[1], 5000 + r1);
