@@ -46,9 +46,10 @@ const volatile bool read_ret_only = false;
 /* BINDTRACE_TLS_KEYS=1 (a measurement): each connection's TLS 1.3 state read when a probe first
  * meets it (go_conn_fd), where tls_layouts says its binary keeps it (tls_keys_event). */
 const volatile bool harvest_tls_keys = false;
-/* BINDTRACE_TLS_DECRYPT=1 (a measurement, with the above): the write(2)s of a connection whose
- * state was read are copied as they go to the socket (SOURCE_TLS_WIRE), for user space to
- * decrypt and compare with the Write probe's plaintext. */
+/* Writes from the wire (BINDTRACE_TLS_WIRE, and BINDTRACE_TLS_DECRYPT=1, a measurement): the
+ * write(2)s of a TARGET_TLS_WIRE process's connections whose state was read are copied as they go
+ * to the socket (SOURCE_TLS_WIRE), for user space to decrypt, and their state is read when a probe
+ * first meets them or their handshake sets the secret. */
 const volatile bool copy_tls_wire = false;
 
 struct {
@@ -135,6 +136,19 @@ static __always_inline void count(__u32 which, __u64 n)
 static __always_inline bool is_target(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/* targets' value bits for tgid; 0 for a process that is no target. */
+static __always_inline __u8 target_bits(__u32 tgid)
+{
+	__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
+
+	return v ? *v : 0;
+}
+
+static __always_inline bool wire_of(__u32 tgid)
+{
+	return copy_tls_wire && (target_bits(tgid) & TARGET_TLS_WIRE);
 }
 
 static __always_inline bool reads_via_syscall(__u32 tgid)
@@ -573,6 +587,7 @@ static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u
 	fill_header(&e->hdr, EVENT_TLS_KEYS);
 	e->conn = ino;
 	e->fd = fd;
+	e->flags = wire_of(tgid) ? TLS_KEYS_WIRE : 0;
 	bpf_probe_read_user(&e->vers, sizeof(e->vers), (void *)(tls_conn + l->conn_vers));
 	bpf_probe_read_user(&e->cipher_suite, sizeof(e->cipher_suite),
 			    (void *)(tls_conn + l->conn_cipher_suite));
@@ -602,7 +617,7 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 		if (*st && *ino == want) {
 			/* Met before its handshake was done (a client's first Write): read once
 			 * more at a later Write, keyed if it is TLS 1.3 with a secret by then. */
-			if (harvest && copy_tls_wire &&
+			if (harvest && wire_of(tgid) &&
 			    !((*st)->flags & (CONN_KEYED | CONN_KEY_RETRIED))) {
 				(*st)->flags |= CONN_KEY_RETRIED;
 				if (harvest_keys(tls_conn, tgid, fd, *ino))
@@ -628,7 +643,8 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 	found.ino = s.ino;
 	bpf_map_update_elem(&tls_conn_fds, &key, &found, BPF_ANY);
 	/* The wire copy starts with the state read: its first record is sealed at that seq. */
-	if (harvest && harvest_tls_keys && harvest_keys(tls_conn, tgid, s.fd, s.ino))
+	if (harvest && (harvest_tls_keys || wire_of(tgid)) &&
+	    harvest_keys(tls_conn, tgid, s.fd, s.ino))
 		s.st->flags |= CONN_KEYED;
 	return s.fd;
 }
@@ -730,7 +746,7 @@ int BPF_KPROBE(tls_secret)
 	if (!uprobe_wanted(tgid))
 		return 0;
 	count_hit(tgid, PROBE_TLS_SECRET);
-	if (branch_to_morestack(ctx) || !copy_tls_wire || ctx->cx != GO_TLS_LEVEL_APPLICATION ||
+	if (branch_to_morestack(ctx) || !wire_of(tgid) || ctx->cx != GO_TLS_LEVEL_APPLICATION ||
 	    (len != 32 && len != 48))
 		return 0;
 	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
@@ -748,7 +764,7 @@ int BPF_KPROBE(tls_secret)
 	fill_header(&e->hdr, EVENT_TLS_KEYS);
 	e->conn = ino;
 	e->fd = fd;
-	e->flags = TLS_KEYS_OUT_ONLY;
+	e->flags = TLS_KEYS_OUT_ONLY | TLS_KEYS_WIRE;
 	e->cipher_suite = suite;
 	e->secret_len[1] = len;
 	if (len == 32)
@@ -916,7 +932,8 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, __u64 count, bool is_w
 	__u32 tid = (__u32)id;
 	struct pending_read pr = { .buf = buf, .fd = (__s32)fd };
 	struct conn_state *st;
-	bool target = is_target(id >> 32);
+	__u8 bits = target_bits(id >> 32);
+	bool target = bits != 0, wire = copy_tls_wire && is_write && (bits & TARGET_TLS_WIRE);
 
 	count_hit(target ? id >> 32 : 0, PROBE_SYS_ENTER);
 	/* Writes are looked at even without syscall capture: they mark the end of a TLS Write. */
@@ -943,9 +960,9 @@ static __always_inline int sys_enter(__s64 fd, __u64 buf, __u64 count, bool is_w
 	/* Copied at entry, before a byte reaches the peer: its read(2) cannot come first. What a
 	 * short write did not move comes again in the next write(2), at the same wire offsets
 	 * (sys_exit takes them back). */
-	if (copy_tls_wire && is_write && (st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS)
+	if (wire && (st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS)
 		count_unkeyed(id >> 32, buf);
-	if (copy_tls_wire && is_write && (st->flags & CONN_KEYED)) {
+	if (wire && (st->flags & CONN_KEYED)) {
 		if (!count)
 			return 0;
 		emit(st, pr.ino, (int)fd, DIR_OUT, SOURCE_TLS_WIRE, buf, count, PROBE_SYS_ENTER);
@@ -1007,7 +1024,7 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 	if (st && ret > 0 && !(st->flags & CONN_TLS)) {
 		if (st->offset[dir & 1] == 0 && looks_like_tls(pr->buf)) {
 			st->flags |= CONN_TLS;
-			if (copy_tls_wire && dir == DIR_OUT)
+			if (dir == DIR_OUT && wire_of(id >> 32))
 				count_unkeyed(id >> 32, pr->buf);
 		} else
 			emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret,

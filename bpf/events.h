@@ -25,6 +25,9 @@ enum event_type {
  * of a TLS socket is reported (sock_read_event) with the TCP sequence number it reached, to time
  * when the bytes came out. */
 #define TARGET_READS_VIA_SYSCALL 2
+/* Its Writes come from its wire where its connections are keyed (BINDTRACE_TLS_WIRE; every target
+ * with BINDTRACE_TLS_DECRYPT=1): their write(2)s are copied, and its Write probe can go. */
+#define TARGET_TLS_WIRE 4
 
 enum data_dir {
 	DIR_OUT = 0, /* written by the traced process */
@@ -159,6 +162,8 @@ struct tls_layout {
 /* From setTrafficSecret's arguments: the out half's new application secret only, its sequence
  * number 0 (the in half, version and vers are not filled). */
 #define TLS_KEYS_OUT_ONLY 1
+/* The process's Writes come from its wire (TARGET_TLS_WIRE): the keys are for its tlswire. */
+#define TLS_KEYS_WIRE 2
 
 /* A connection's TLS 1.3 state read when a probe first meets it (BINDTRACE_TLS_KEYS=1, a
  * measurement): both halves' version, sequence number and traffic secret. The secrets go no
@@ -169,7 +174,7 @@ struct tls_keys_event {
 	__s32 fd;
 	__u16 vers, cipher_suite;
 	__u16 version[2]; /* [0]: in, [1]: out */
-	__u32 flags;	  /* TLS_KEYS_OUT_ONLY */
+	__u32 flags;	  /* TLS_KEYS_OUT_ONLY, TLS_KEYS_WIRE */
 	__u8 seq[2][8];
 	__u64 secret_len[2];
 	__u8 secret[2][TLS_KEYS_SECRET_MAX];

@@ -42,8 +42,11 @@ struct session {
 	} * tls_seen;
 	size_t n_tls_seen;
 	uint64_t tls_pairs;
-	struct tlswire *tls_wire; /* BINDTRACE_TLS_DECRYPT=1 or BINDTRACE_TLS_WIRE=1 */
-	bool wire_delivers;	  /* BINDTRACE_TLS_WIRE=1: keyed connections' Writes from it */
+	struct tlswire
+	    *tls_wire;	       /* copy_tls_wire: Writes from the wire, or BINDTRACE_TLS_DECRYPT */
+	bool wire_delivers;    /* keyed connections' Writes from it (not BINDTRACE_TLS_WIRE=0) */
+	bool decrypt;	       /* BINDTRACE_TLS_DECRYPT=1: compared with the Write probe */
+	unsigned wire_targets; /* processes added with TARGET_TLS_WIRE */
 	uint64_t secret_probe_keys, secret_probe_refused; /* tls_secret's */
 };
 
@@ -156,7 +159,7 @@ static void count_tls_keys(struct session *s, const struct tls_keys_event *e)
 	if (!refused) {
 		c->valid++;
 		match_tls_ends(s, e);
-		if (s->tls_wire)
+		if (s->tls_wire && (e->flags & TLS_KEYS_WIRE))
 			tlswire__key(s->tls_wire, e);
 	} else if (!c->refused[0])
 		util__copy(c->refused, sizeof(c->refused), refused);
@@ -243,6 +246,14 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
+/* BINDTRACE_TLS_WIRE unset or naming roles: some Writes may come from the wire. */
+static bool wire_wanted(void)
+{
+	const char *v = getenv("BINDTRACE_TLS_WIRE");
+
+	return !v || (*v && strcmp(v, "0") != 0);
+}
+
 static void probe_hits__configure(struct capture_bpf *skel)
 {
 	const char *v = getenv("BINDTRACE_PROBE_HITS");
@@ -254,12 +265,15 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
 	v = getenv("BINDTRACE_TLS_KEYS");
 	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
-	/* BINDTRACE_TLS_DECRYPT=1 and BINDTRACE_TLS_WIRE=1: the state read, and the keyed
-	 * connections' write(2)s copied (see tlswire.h). */
-	skel->rodata->copy_tls_wire =
-	    env_on("BINDTRACE_TLS_DECRYPT") || env_on("BINDTRACE_TLS_WIRE");
-	if (skel->rodata->copy_tls_wire)
-		skel->rodata->harvest_tls_keys = true;
+	/* Writes from the wire (the scheduler's unless BINDTRACE_TLS_WIRE=0: targets.c's
+	 * target__wire) and BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
+	 * state read and their keyed connections' write(2)s copied (see tlswire.h). */
+	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire_wanted();
+}
+
+bool session__decrypts(const struct session *s)
+{
+	return s->decrypt;
 }
 
 bool session__wire_delivers(const struct session *s)
@@ -305,6 +319,14 @@ int session__set_tls_layout(struct session *s, pid_t pid, const struct tls_layou
 
 void session__print_tls_keys(const struct session *s, FILE *out)
 {
+	if (s->tls_wire && s->wire_targets) {
+		fprintf(out,
+			"bindtrace: TLS 1.3 application secrets from setTrafficSecret: %llu, %llu "
+			"refused\n",
+			(unsigned long long)s->secret_probe_keys,
+			(unsigned long long)s->secret_probe_refused);
+		tlswire__print(s->tls_wire, out);
+	}
 	if (!s->skel->rodata->harvest_tls_keys)
 		return;
 	if (!s->n_tls_keys)
@@ -323,14 +345,6 @@ void session__print_tls_keys(const struct session *s, FILE *out)
 			"connections, %llu valid%s%s\n",
 			c->pid, c->comm, (unsigned long long)c->conns, (unsigned long long)c->valid,
 			c->refused[0] ? "; the first refused: " : "", c->refused);
-	}
-	if (s->tls_wire) {
-		fprintf(out,
-			"bindtrace: TLS 1.3 application secrets from setTrafficSecret: %llu, %llu "
-			"refused\n",
-			(unsigned long long)s->secret_probe_keys,
-			(unsigned long long)s->secret_probe_refused);
-		tlswire__print(s->tls_wire, out);
 	}
 }
 
@@ -422,9 +436,11 @@ static int load(struct session *s)
 	s->skel->rodata->capture_syscalls = !s->opt.no_syscall_data;
 	probe_hits__configure(s->skel);
 	if (s->skel->rodata->copy_tls_wire) {
-		s->wire_delivers = env_on("BINDTRACE_TLS_WIRE");
-		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s,
-					   env_on("BINDTRACE_TLS_DECRYPT"));
+		/* Measuring (every target's write(2)s compared with its Write probe) delivers
+		 * nothing: the probes stay. */
+		s->decrypt = env_on("BINDTRACE_TLS_DECRYPT");
+		s->wire_delivers = !s->decrypt && wire_wanted();
+		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s, s->decrypt);
 		if (!s->tls_wire) {
 			fprintf(stderr, "%s: out of memory\n", s->opt.name);
 			return -ENOMEM;
@@ -484,14 +500,18 @@ struct capture_bpf *session__bpf(struct session *s)
 	return s->skel;
 }
 
-int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall)
+int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall,
+			      bool wire)
 {
 	__u32 key = (__u32)pid;
-	__u8 one = 1, value = TARGET_TRACED | (reads_via_syscall ? TARGET_READS_VIA_SYSCALL : 0);
+	__u8 one = 1, value = TARGET_TRACED | (reads_via_syscall ? TARGET_READS_VIA_SYSCALL : 0) |
+			      (wire ? TARGET_TLS_WIRE : 0);
 	int err;
 
 	err = bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key), &value, sizeof(value),
 				   BPF_ANY);
+	if (!err && wire)
+		s->wire_targets++;
 	if (!err && fsync)
 		err = bpf_map__update_elem(s->skel->maps.fsync_targets, &key, sizeof(key), &one,
 					   sizeof(one), BPF_ANY);
@@ -500,7 +520,7 @@ int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool rea
 
 int session__add_target(struct session *s, pid_t pid, bool fsync)
 {
-	return session__add_target_flags(s, pid, fsync, false);
+	return session__add_target_flags(s, pid, fsync, false, false);
 }
 
 void session__remove_target(struct session *s, pid_t pid)

@@ -71,8 +71,10 @@ struct capture_bpf *session__bpf(struct session *s);
 /* pid's syscalls are captured (and its fsyncs timed, with fsync) from now on. 0 or -errno. */
 int session__add_target(struct session *s, pid_t pid, bool fsync);
 /* The same for a process whose TLS Reads are not probed (TARGET_READS_VIA_SYSCALL: its read(2)s
- * of TLS sockets come as sock_read events; see peerfeed.h). */
-int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall);
+ * of TLS sockets come as sock_read events; see peerfeed.h), and with wire, one whose keyed
+ * connections' write(2)s are copied (TARGET_TLS_WIRE). */
+int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall,
+			      bool wire);
 /* BINDTRACE_TLS_KEYS=1 (a measurement towards decrypting the wire, user/tls13.h): each
  * connection's TLS 1.3 state is read when a probe first meets it, where layout says pid's
  * binary keeps it (user/gotls.h), checked (TLS 1.3 in both halves, a secret of the suite's hash
@@ -81,8 +83,11 @@ int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool rea
 bool session__harvests_tls_keys(const struct session *s);
 int session__set_tls_layout(struct session *s, pid_t pid, const struct tls_layout *layout);
 void session__print_tls_keys(const struct session *s, FILE *out);
-/* BINDTRACE_TLS_WIRE=1: keyed connections' Writes come from their wire (tlswire.h). */
+/* Unless BINDTRACE_TLS_WIRE=0 or BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' keyed
+ * connections' Writes come from their wire (tlswire.h). */
 bool session__wire_delivers(const struct session *s);
+/* BINDTRACE_TLS_DECRYPT=1: every target's write(2)s are decrypted and compared, not delivered. */
+bool session__decrypts(const struct session *s);
 /* Then: how many write(2)s of TLS connections without a key pid made (their plaintext needs
  * the Write probe). */
 uint64_t session__wire_unkeyed(const struct session *s, pid_t pid);

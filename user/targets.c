@@ -153,6 +153,35 @@ static bool target__reads_via_syscall(const struct targets *ts, const struct tar
 					    targets__has(ts, ROLE_ETCD), ts->probe_reads);
 }
 
+/* Whether t's Writes come from its wire (tlswire.h): its keyed connections' write(2)s copied and
+ * decrypted, its Write probe off while every connection is keyed (targets__wire_tick).
+ * BINDTRACE_TLS_WIRE unset: the scheduler's only. It has a few connections, each writing every
+ * few seconds, so its probe goes soon and stays off: 4.7 of the 17.8 uprobe hits per bind of
+ * tests/cost/hits. The apiserver and etcd hold many idle connections that keep their probes on,
+ * and copying the apiserver's watch traffic cost more than its hits saved (scale bench, stop 31).
+ * =0: none; =1 or =all: the three roles; else a comma-separated list of role names
+ * (kube-scheduler,etcd,kube-apiserver). BINDTRACE_TLS_DECRYPT=1 (a measurement): every target's
+ * write(2)s are copied and compared with its Write probe, nothing delivered. */
+static bool target__wire(const struct targets *ts, const struct target *t)
+{
+	const char *v = getenv("BINDTRACE_TLS_WIRE");
+	const char *name = process_role__name(t->role);
+	size_t n = strlen(name);
+
+	if (t->role == ROLE_WATCHER || t->role == ROLE_OTHER)
+		return false;
+	if (session__decrypts(ts->session))
+		return true;
+	if (!v)
+		return t->role == ROLE_SCHEDULER;
+	if (!strcmp(v, "1") || !strcmp(v, "all"))
+		return true;
+	for (const char *p = v; (p = strstr(p, name)); p += n)
+		if ((p == v || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
 /* BINDTRACE_READS_VIA_SYSCALL_COMPARE=1 (measurement): the Read probes stay (peer_feed__new). */
 bool targets__reads_compare(void)
 {
@@ -551,30 +580,39 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 	attach_clock__mark(clk);
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
 	t->reads_via_syscall = target__reads_via_syscall(ts, t);
+	t->wire = target__wire(ts, t);
+	if (session__harvests_tls_keys(ts->session) || t->wire) {
+		const struct go_buildinfo *bi = go_binary__buildinfo(t->gb);
+		struct tls_layout layout;
+
+		if (bi && !gotls__layout(bi->go_major, bi->go_minor, &layout)) {
+			session__set_tls_layout(ts->session, t->proc.pid, &layout);
+		} else {
+			/* Its Writes from its probe: said only when asked for (the default's
+			 * scheduler built by a Go release gotls.c does not know is no fault). */
+			if (session__harvests_tls_keys(ts->session) || verbose ||
+			    getenv("BINDTRACE_TLS_WIRE"))
+				fprintf(stderr,
+					"bindtrace: %s pid %d: %s: no crypto/tls layout known for "
+					"it, its TLS 1.3 state is not read%s\n",
+					process_role__name(t->role), t->proc.pid,
+					bi && bi->go_version ? bi->go_version
+							     : "Go release unknown",
+					t->wire ? ": its Writes come from its probe" : "");
+			t->wire = false;
+		}
+	}
 	err = session__add_target_flags(ts->session, t->proc.pid, t->role == ROLE_ETCD,
-					t->reads_via_syscall);
+					t->reads_via_syscall, t->wire);
 	if (err) {
 		fprintf(stderr, "bindtrace: %s pid %d: BPF map update: %s\n",
 			process_role__name(t->role), t->proc.pid, strerror(-err));
 		return err;
 	}
-	if (session__harvests_tls_keys(ts->session)) {
-		const struct go_buildinfo *bi = go_binary__buildinfo(t->gb);
-		struct tls_layout layout;
-
-		if (bi && !gotls__layout(bi->go_major, bi->go_minor, &layout))
-			session__set_tls_layout(ts->session, t->proc.pid, &layout);
-		else
-			fprintf(stderr,
-				"bindtrace: %s pid %d: %s: no crypto/tls layout known for it, its "
-				"TLS 1.3 state is not read\n",
-				process_role__name(t->role), t->proc.pid,
-				bi && bi->go_version ? bi->go_version : "Go release unknown");
-	}
 	err = tls_attachment__attach_sites(
 	    &t->tls, session__bpf(ts->session), t->proc.pid, path, &t->tls_sites,
 	    (t->reads_via_syscall && !targets__reads_compare() ? TLS_ATTACH_NO_READS : 0) |
-		(session__wire_delivers(ts->session) ? TLS_ATTACH_SECRET : 0),
+		(session__wire_delivers(ts->session) && t->wire ? TLS_ATTACH_SECRET : 0),
 	    why, sizeof(why));
 	if (err) {
 		attach_failed(t, why);
@@ -606,7 +644,7 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		    (double)(clk->cpu_ns[4] - clk->cpu_ns[3]) / 1e6);
 	t->attached = true;
 	t->wire_unkeyed = 0;
-	t->wire_quiet_since_ns = t->write_on_since_ns = t->wire_attached_ns = util__monotonic_ns();
+	t->wire_quiet_since_ns = t->write_on_since_ns = util__monotonic_ns();
 	pidfd_set(ts, t, (int)syscall(SYS_pidfd_open, t->proc.pid, 0));
 	if (ts->on.attached)
 		ts->on.attached(ts->on.ctx, t);
@@ -866,10 +904,9 @@ static void check_keyed(void *ctx, const struct endpoint *local, const struct en
 	if (!w->all)
 		return;
 	if (session__conn_flags(w->ts->session, w->t->proc.pid, inode, &flags, &written)) {
-		/* Silent since attaching for TARGETS_WIRE_SILENT_NS: not on a bind's path. Should
-		 * it write, its first write(2)s go unkeyed (counted) and bring the Write probe back. */
-		if (util__monotonic_ns() - w->t->wire_attached_ns >= TARGETS_WIRE_SILENT_NS)
-			return;
+		/* Silent since attaching: its first Write would have no key (until stop 31 such a
+		 * connection let the probe go after 30 s, and the first write(2)s it made on waking
+		 * were lost). */
 		snprintf(w->why, w->why_len, "socket %llu not met since attaching",
 			 (unsigned long long)inode);
 		w->all = false;
@@ -900,7 +937,7 @@ void targets__print_wire(const struct targets *ts, FILE *out)
 	for (int i = 0; i < ts->n; i++) {
 		const struct target *t = &ts->t[i];
 
-		if (t->role == ROLE_WATCHER || !t->proc.pid)
+		if (!t->wire || !t->proc.pid)
 			continue;
 		fprintf(
 		    out,
@@ -926,7 +963,7 @@ void targets__wire_tick(struct targets *ts, uint64_t now_ns)
 		int fd;
 
 		/* The three roles; a watcher keeps its probes (its reads need them anyway). */
-		if (!t->attached || t->role == ROLE_WATCHER || t->tls.secret_index < 0)
+		if (!t->attached || !t->wire || t->tls.secret_index < 0)
 			continue;
 		n = session__wire_unkeyed(ts->session, t->proc.pid);
 		if (n != t->wire_unkeyed) {

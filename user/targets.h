@@ -78,10 +78,11 @@ struct target {
 	bool given;		/* the pid came from --*-pid: its replacement must match exactly */
 	uint64_t cmdline_hash;	/* of /proc/PID/cmdline when attached: a restart runs the same */
 	pid_t failed_pid;	/* a replacement that could not be attached: not retried */
-	/* BINDTRACE_TLS_WIRE=1 (targets__wire_tick): the unkeyed write(2) count last read, since
-	 * when it has not moved, and when the Write probe was last put on. */
+	/* Its write(2)s copied where its connections are keyed (TARGET_TLS_WIRE: target__wire) */
+	bool wire;
+	/* targets__wire_tick: the unkeyed write(2) count last read, since when it has not moved,
+	 * and when the Write probe was last put on. */
 	uint64_t wire_unkeyed, wire_quiet_since_ns, write_on_since_ns, wire_next_check_ns;
-	uint64_t wire_attached_ns;
 	char wire_waiting[256]; /* why the Write probe stayed at the last check */
 	uint32_t write_offs, write_ons;
 };
@@ -151,15 +152,14 @@ int targets__attach_watcher(struct targets *ts, pid_t pid);
  * an attached target's /proc entries are read when its pidfd says it exited, or once a second
  * (a pid that ran another binary), else it costs one poll(2) for all. */
 void targets__check_restarts(struct targets *ts);
-/* BINDTRACE_TLS_WIRE=1: a target's Write probe goes once none of its TLS connections has written
- * without a key for TARGETS_WIRE_QUIET_NS and every established TCP connection it holds is keyed
- * (its Writes come from its write(2)s; new ones are keyed by setTrafficSecret), was seen writing
- * plaintext, or has been silent since TARGETS_WIRE_SILENT_NS after attaching; it comes back as
- * soon as one without a key writes (a silent one waking, a TLS 1.2 one), whose first write(2)s
- * are counted, not decoded. */
+/* Writes from the wire (target__wire): a target's Write probe goes once none of its TLS
+ * connections has written without a key for TARGETS_WIRE_QUIET_NS and every established TCP
+ * connection it holds is keyed (its Writes come from its write(2)s; new ones are keyed by
+ * setTrafficSecret) or was seen writing plaintext. A connection not met since attaching (silent)
+ * keeps it: its first Writes would have no key. It comes back as soon as one without a key
+ * writes (a TLS 1.2 one, one opened while its handshake's secret went unseen), whose first
+ * write(2)s are counted, not decoded. */
 #define TARGETS_WIRE_QUIET_NS 2000000000ull
-/* A connection silent this long since attaching does not hold the Write probe. */
-#define TARGETS_WIRE_SILENT_NS 30000000000ull
 void targets__wire_tick(struct targets *ts, uint64_t now_ns);
 /* Per target at exit: how its Write probe went and what was written without a key. */
 void targets__print_wire(const struct targets *ts, FILE *out);
