@@ -42,11 +42,10 @@ struct session {
 	} * tls_seen;
 	size_t n_tls_seen;
 	uint64_t tls_pairs;
-	struct tlswire
-	    *tls_wire;	       /* copy_tls_wire: Writes from the wire, or BINDTRACE_TLS_DECRYPT */
-	bool wire_delivers;    /* keyed connections' Writes from it (not BINDTRACE_TLS_WIRE=0) */
-	bool decrypt;	       /* BINDTRACE_TLS_DECRYPT=1: compared with the Write probe */
-	unsigned wire_targets; /* processes added with TARGET_TLS_WIRE */
+	struct tlswire *tls_wire; /* copy_tls_wire: BINDTRACE_TLS_WIRE or _DECRYPT */
+	bool wire_delivers;	  /* BINDTRACE_TLS_WIRE: keyed connections' Writes from it */
+	bool decrypt;		  /* BINDTRACE_TLS_DECRYPT=1: compared with the Write probe */
+	unsigned wire_targets;	  /* processes added with TARGET_TLS_WIRE */
 	uint64_t secret_probe_keys, secret_probe_refused; /* tls_secret's */
 };
 
@@ -246,12 +245,10 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-/* BINDTRACE_TLS_WIRE unset or naming roles: some Writes may come from the wire. */
+/* BINDTRACE_TLS_WIRE naming roles (or =1): some Writes may come from the wire. */
 static bool wire_wanted(void)
 {
-	const char *v = getenv("BINDTRACE_TLS_WIRE");
-
-	return !v || (*v && strcmp(v, "0") != 0);
+	return env_on("BINDTRACE_TLS_WIRE");
 }
 
 static void probe_hits__configure(struct capture_bpf *skel)
@@ -265,8 +262,8 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
 	v = getenv("BINDTRACE_TLS_KEYS");
 	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
-	/* Writes from the wire (the scheduler's unless BINDTRACE_TLS_WIRE=0: targets.c's
-	 * target__wire) and BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
+	/* Writes from the wire (BINDTRACE_TLS_WIRE: targets.c's target__wire) and
+	 * BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
 	 * state read and their keyed connections' write(2)s copied (see tlswire.h). */
 	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire_wanted();
 }

@@ -83,8 +83,8 @@ int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool rea
 bool session__harvests_tls_keys(const struct session *s);
 int session__set_tls_layout(struct session *s, pid_t pid, const struct tls_layout *layout);
 void session__print_tls_keys(const struct session *s, FILE *out);
-/* Unless BINDTRACE_TLS_WIRE=0 or BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' keyed
- * connections' Writes come from their wire (tlswire.h). */
+/* BINDTRACE_TLS_WIRE set (and not BINDTRACE_TLS_DECRYPT=1): the TARGET_TLS_WIRE processes'
+ * keyed connections' Writes come from their wire (tlswire.h). */
 bool session__wire_delivers(const struct session *s);
 /* BINDTRACE_TLS_DECRYPT=1: every target's write(2)s are decrypted and compared, not delivered. */
 bool session__decrypts(const struct session *s);

@@ -155,13 +155,12 @@ static bool target__reads_via_syscall(const struct targets *ts, const struct tar
 
 /* Whether t's Writes come from its wire (tlswire.h): its keyed connections' write(2)s copied and
  * decrypted, its Write probe off while every connection is keyed (targets__wire_tick).
- * BINDTRACE_TLS_WIRE unset: the scheduler's only. It has a few connections, each writing every
- * few seconds, so its probe goes soon and stays off: 4.7 of the 17.8 uprobe hits per bind of
- * tests/cost/hits. The apiserver and etcd hold many idle connections that keep their probes on,
- * and copying the apiserver's watch traffic cost more than its hits saved (scale bench, stop 31).
- * =0: none; =1 or =all: the three roles; else a comma-separated list of role names
- * (kube-scheduler,etcd,kube-apiserver). BINDTRACE_TLS_DECRYPT=1 (a measurement): every target's
- * write(2)s are copied and compared with its Write probe, nothing delivered. */
+ * BINDTRACE_TLS_WIRE unset or =0: none; =1 or =all: the three roles; else a comma-separated
+ * list of role names (kube-scheduler,etcd,kube-apiserver). =kube-scheduler takes 4.7 of the
+ * 17.8 uprobe hits per bind of tests/cost/hits away, but it is not the default: in the scale
+ * bench it did not lower the control plane's CPU (stop 32; README, "Decrypting the wire").
+ * BINDTRACE_TLS_DECRYPT=1 (a measurement): every target's write(2)s are copied and compared
+ * with its Write probe, nothing delivered. */
 static bool target__wire(const struct targets *ts, const struct target *t)
 {
 	const char *v = getenv("BINDTRACE_TLS_WIRE");
@@ -172,8 +171,8 @@ static bool target__wire(const struct targets *ts, const struct target *t)
 		return false;
 	if (session__decrypts(ts->session))
 		return true;
-	if (!v)
-		return t->role == ROLE_SCHEDULER;
+	if (!v || !*v || !strcmp(v, "0"))
+		return false;
 	if (!strcmp(v, "1") || !strcmp(v, "all"))
 		return true;
 	for (const char *p = v; (p = strstr(p, name)); p += n)
@@ -588,17 +587,12 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		if (bi && !gotls__layout(bi->go_major, bi->go_minor, &layout)) {
 			session__set_tls_layout(ts->session, t->proc.pid, &layout);
 		} else {
-			/* Its Writes from its probe: said only when asked for (the default's
-			 * scheduler built by a Go release gotls.c does not know is no fault). */
-			if (session__harvests_tls_keys(ts->session) || verbose ||
-			    getenv("BINDTRACE_TLS_WIRE"))
-				fprintf(stderr,
-					"bindtrace: %s pid %d: %s: no crypto/tls layout known for "
-					"it, its TLS 1.3 state is not read%s\n",
-					process_role__name(t->role), t->proc.pid,
-					bi && bi->go_version ? bi->go_version
-							     : "Go release unknown",
-					t->wire ? ": its Writes come from its probe" : "");
+			fprintf(stderr,
+				"bindtrace: %s pid %d: %s: no crypto/tls layout known for it, its "
+				"TLS 1.3 state is not read%s\n",
+				process_role__name(t->role), t->proc.pid,
+				bi && bi->go_version ? bi->go_version : "Go release unknown",
+				t->wire ? ": its Writes come from its probe" : "");
 			t->wire = false;
 		}
 	}
