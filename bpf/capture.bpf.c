@@ -568,8 +568,8 @@ static __always_inline void read_half(struct tls_keys_event *e, int i, __u64 hc,
 }
 
 /* Called where a *tls.Conn is met for the first time (go_conn_fd finds its socket afresh: a new
- * connection, or its address reused by another). */
-static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u64 ino)
+ * connection, or its address reused by another). wire: tgid's Writes come from its wire. */
+static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u64 ino, bool wire)
 {
 	const struct tls_layout *l;
 	struct tls_keys_event *e;
@@ -587,7 +587,7 @@ static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u
 	fill_header(&e->hdr, EVENT_TLS_KEYS);
 	e->conn = ino;
 	e->fd = fd;
-	e->flags = wire_of(tgid) ? TLS_KEYS_WIRE : 0;
+	e->flags = wire ? TLS_KEYS_WIRE : 0;
 	bpf_probe_read_user(&e->vers, sizeof(e->vers), (void *)(tls_conn + l->conn_vers));
 	bpf_probe_read_user(&e->cipher_suite, sizeof(e->cipher_suite),
 			    (void *)(tls_conn + l->conn_cipher_suite));
@@ -617,10 +617,10 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 		if (*st && *ino == want) {
 			/* Met before its handshake was done (a client's first Write): read once
 			 * more at a later Write, keyed if it is TLS 1.3 with a secret by then. */
-			if (harvest && wire_of(tgid) &&
-			    !((*st)->flags & (CONN_KEYED | CONN_KEY_RETRIED))) {
+			if (harvest && !((*st)->flags & (CONN_KEYED | CONN_KEY_RETRIED)) &&
+			    wire_of(tgid)) {
 				(*st)->flags |= CONN_KEY_RETRIED;
-				if (harvest_keys(tls_conn, tgid, fd, *ino))
+				if (harvest_keys(tls_conn, tgid, fd, *ino, true))
 					(*st)->flags |= CONN_KEYED;
 			}
 			return fd;
@@ -643,9 +643,12 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 	found.ino = s.ino;
 	bpf_map_update_elem(&tls_conn_fds, &key, &found, BPF_ANY);
 	/* The wire copy starts with the state read: its first record is sealed at that seq. */
-	if (harvest && (harvest_tls_keys || wire_of(tgid)) &&
-	    harvest_keys(tls_conn, tgid, s.fd, s.ino))
-		s.st->flags |= CONN_KEYED;
+	if (harvest) {
+		bool wire = wire_of(tgid);
+
+		if ((harvest_tls_keys || wire) && harvest_keys(tls_conn, tgid, s.fd, s.ino, wire))
+			s.st->flags |= CONN_KEYED;
+	}
 	return s.fd;
 }
 

@@ -245,12 +245,6 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-/* BINDTRACE_TLS_WIRE naming roles (or =1): some Writes may come from the wire. */
-static bool wire_wanted(void)
-{
-	return env_on("BINDTRACE_TLS_WIRE");
-}
-
 static void probe_hits__configure(struct capture_bpf *skel)
 {
 	const char *v = getenv("BINDTRACE_PROBE_HITS");
@@ -265,7 +259,8 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	/* Writes from the wire (BINDTRACE_TLS_WIRE: targets.c's target__wire) and
 	 * BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
 	 * state read and their keyed connections' write(2)s copied (see tlswire.h). */
-	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire_wanted();
+	skel->rodata->copy_tls_wire =
+	    env_on("BINDTRACE_TLS_DECRYPT") || env_on("BINDTRACE_TLS_WIRE");
 }
 
 bool session__decrypts(const struct session *s)
@@ -436,7 +431,7 @@ static int load(struct session *s)
 		/* Measuring (every target's write(2)s compared with its Write probe) delivers
 		 * nothing: the probes stay. */
 		s->decrypt = env_on("BINDTRACE_TLS_DECRYPT");
-		s->wire_delivers = !s->decrypt && wire_wanted();
+		s->wire_delivers = !s->decrypt && env_on("BINDTRACE_TLS_WIRE");
 		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s, s->decrypt);
 		if (!s->tls_wire) {
 			fprintf(stderr, "%s: out of memory\n", s->opt.name);
