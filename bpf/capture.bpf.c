@@ -87,13 +87,6 @@ struct {
 	__type(value, struct pending_read);
 } tls_reads SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32); /* tid */
-	__type(value, struct pending_read);
-} sys_calls SEC(".maps");
-
 struct data_buf {
 	__u8 bytes[sizeof(struct data_event) + MAX_CHUNK];
 };
@@ -149,13 +142,6 @@ static __always_inline __u8 target_bits(__u32 tgid)
 static __always_inline bool wire_of(__u32 tgid)
 {
 	return copy_tls_wire && (target_bits(tgid) & TARGET_TLS_WIRE);
-}
-
-static __always_inline bool reads_via_syscall(__u32 tgid)
-{
-	__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
-
-	return v && (*v & TARGET_READS_VIA_SYSCALL);
 }
 
 struct {
@@ -928,55 +914,90 @@ static __always_inline void count_unkeyed(__u32 tgid, __u64 buf)
 		bpf_map_update_elem(&wire_unkeyed, &tgid, &one, BPF_NOEXIST);
 }
 
-/* Plain TCP through syscalls: remember (fd, buf) at entry, copy what the kernel moved at exit. */
-static __always_inline int sys_enter(__s64 fd, __u64 buf, __u64 count, bool is_write)
+/* A syscall's arguments at its exit. x86-64 keeps the registers a syscall was entered with in the
+ * task's pt_regs until it returns to user space, only ax changing (to the result), so the exit
+ * reads fd, buffer and count there. Until stop 33 the entry kept them in a hash keyed by thread:
+ * an update at every entry, a lookup and a delete at every exit, 1.7 us of each read(2) of a
+ * target, and an entry program on every read(2) of every process of the node. */
+struct sys_args {
+	int fd;
+	__u64 buf;
+	__u64 count;
+};
+
+static __always_inline void sys_args_of_current(struct sys_args *a)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct pending_read pr = { .buf = buf, .fd = (__s32)fd };
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	a->fd = (int)regs->di;
+	a->buf = regs->si;
+	a->count = regs->dx;
+}
+
+/* What a write(2)'s entry found its exit has to do, per CPU. The exit of the same thread on the
+ * same CPU (nearly always: a socket write(2) seldom sleeps) trusts it and, for the common case
+ * (a TLS socket's ciphertext, a process that is no target), looks nothing up; any other exit (the
+ * thread moved to another CPU, another thread's entry came between) does the whole check. */
+struct write_hint {
+	__u32 tid;
+	__u32 exit_work; /* the exit must look at the socket: plaintext, or a wire copy */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct write_hint);
+} write_hints SEC(".maps");
+
+static __always_inline void write_hint__set(__u32 tid, bool exit_work)
+{
+	__u32 zero = 0;
+	struct write_hint *h = bpf_map_lookup_elem(&write_hints, &zero);
+
+	if (h) {
+		h->tid = tid;
+		h->exit_work = exit_work;
+	}
+}
+
+/* A write(2) or sendto(2) at its entry: it ends the TLS Write whose ciphertext it carries, and a
+ * keyed connection's bytes are copied here, before a byte reaches the peer (its read(2) cannot
+ * come first). Reads have no entry program: all of a read is done at its exit. */
+static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ino = 0;
 	struct conn_state *st;
 	__u8 bits = target_bits(id >> 32);
-	bool target = bits != 0, wire = copy_tls_wire && is_write && (bits & TARGET_TLS_WIRE);
+	bool target = bits != 0, wire = copy_tls_wire && (bits & TARGET_TLS_WIRE);
+	bool exit_work = false;
 
 	count_hit(target ? id >> 32 : 0, PROBE_SYS_ENTER);
-	/* Writes are looked at even without syscall capture: they mark the end of a TLS Write. */
-	if (!target && !(is_write && uprobe_any_pid))
-		return 0;
-	if (!is_write && !capture_syscalls)
-		return 0;
-	st = conn_of_fd(id >> 32, (int)fd, &pr.ino);
+	/* Looked at even without syscall capture: a write marks the end of a TLS Write. Any
+	 * process's write reaches here when the TLS probes take every process (capture --exe),
+	 * for that alone: nothing of a process that is no target is captured. */
+	if (!target && !uprobe_any_pid)
+		goto out;
+	st = conn_of_fd(id >> 32, (int)fd, &ino);
 	if (!st)
-		return 0;
-	if (is_write)
-		st->last_write_sig = 0; /* the ciphertext of the last Write: the next one is new */
-	/* Any process's write reaches here when the TLS probes take every process (capture --exe):
-	 * for the line above only. Nothing of a process that is no target is captured. */
+		goto out;
+	st->last_write_sig = 0; /* the ciphertext of the last Write: the next one is new */
 	if (!target)
-		return 0;
-	/* Its TLS Reads are not probed: every socket read is timed by its sequence numbers (all
-	 * of such a process's TCP is taken as TLS, as on a control plane). */
-	if (!is_write && reads_via_syscall(id >> 32)) {
-		pr.cap = 1; /* marks a timed read */
-		bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
-		return 0;
-	}
-	/* Copied at entry, before a byte reaches the peer: its read(2) cannot come first. What a
-	 * short write did not move comes again in the next write(2), at the same wire offsets
-	 * (sys_exit takes them back). */
-	if (wire && (st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS)
+		goto out;
+	exit_work = capture_syscalls && !(st->flags & CONN_TLS);
+	if (!wire)
+		goto out;
+	if ((st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS)
 		count_unkeyed(id >> 32, buf);
-	if (wire && (st->flags & CONN_KEYED)) {
-		if (!count)
-			return 0;
-		emit(st, pr.ino, (int)fd, DIR_OUT, SOURCE_TLS_WIRE, buf, count, PROBE_SYS_ENTER);
-		pr.cap = 2; /* marks a keyed connection's ciphertext */
-		pr.buf = count;
-		bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
-		return 0;
+	/* What a short write did not move comes again in the next write(2), at the same wire
+	 * offsets: the exit takes them back (wire_inflight). */
+	if ((st->flags & CONN_KEYED) && count) {
+		emit(st, ino, (int)fd, DIR_OUT, SOURCE_TLS_WIRE, buf, count, PROBE_SYS_ENTER);
+		st->wire_inflight = count > 0xffffffffull ? 0xffffffffu : (__u32)count;
+		exit_work = true;
 	}
-	if (!capture_syscalls || (st->flags & CONN_TLS))
-		return 0;
-	bpf_map_update_elem(&sys_calls, &tid, &pr, BPF_ANY);
+out:
+	write_hint__set((__u32)id, exit_work);
 	return 0;
 }
 
@@ -991,56 +1012,83 @@ static __always_inline bool looks_like_tls(__u64 buf)
 	return h[0] >= 20 && h[0] <= 23 && h[1] == 3 && h[2] >= 1 && h[2] <= 4;
 }
 
+/* A short write(2) of a keyed connection: its unmoved bytes were copied at entry and come again
+ * in the next write(2) at the same wire offsets. A full one (nearly all) looks nothing up. */
+static __always_inline void wire_short_write(__u32 tgid, __s64 ret)
+{
+	struct sys_args a;
+	struct conn_state *st;
+	__u64 moved = ret > 0 ? (__u64)ret : 0, ino = 0, back;
+
+	sys_args_of_current(&a);
+	if (moved >= a.count)
+		return;
+	st = conn_of_fd(tgid, a.fd, &ino);
+	if (!st || !st->wire_inflight)
+		return;
+	back = st->wire_inflight > moved ? st->wire_inflight - moved : 0;
+	if (st->wire_offset >= back)
+		st->wire_offset -= back;
+	st->wire_inflight = 0;
+}
+
+/* Plain TCP at the syscall's exit: what the kernel moved, with the arguments from the task's
+ * registers. A target's socket read(2) is only timed (its TCP sequence number) when its TLS
+ * Reads are not probed. */
 static __always_inline int sys_exit(__s64 ret, __u8 dir)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct conn_key ck = { .tgid = id >> 32 };
-	struct pending_read *pr;
+	__u64 id = bpf_get_current_pid_tgid(), ino = 0;
+	__u32 tgid = id >> 32, zero = 0;
+	struct write_hint *hint;
 	struct conn_state *st;
+	struct sys_args a;
+	__u8 bits;
 
 	if (count_probe_hits)
-		count_hit(is_target(id >> 32) ? id >> 32 : 0, PROBE_SYS_EXIT);
-	pr = bpf_map_lookup_elem(&sys_calls, &tid);
-	if (!pr)
-		return 0;
-	ck.ino = pr->ino;
-	st = bpf_map_lookup_elem(&conns, &ck);
-	if (pr->cap == 1 && dir == DIR_IN) {
-		if (st && ret > 0 && st->sk)
-			emit_sock_read(st, pr->ino, pr->fd, ret);
-		bpf_map_delete_elem(&sys_calls, &tid);
-		return 0;
+		count_hit(is_target(tgid) ? tgid : 0, PROBE_SYS_EXIT);
+	if (dir == DIR_OUT) {
+		hint = bpf_map_lookup_elem(&write_hints, &zero);
+		if (hint && hint->tid == (__u32)id && !hint->exit_work)
+			return 0;
 	}
-	if (pr->cap == 2) { /* pr->buf: the count copied at entry */
-		__u64 moved = ret > 0 ? (__u64)ret : 0;
-
-		if (st && moved < pr->buf && st->wire_offset >= pr->buf - moved)
-			st->wire_offset -= pr->buf - moved;
-		bpf_map_delete_elem(&sys_calls, &tid);
+	bits = target_bits(tgid);
+	if (!bits)
+		return 0;
+	if (dir == DIR_OUT && copy_tls_wire && (bits & TARGET_TLS_WIRE))
+		wire_short_write(tgid, ret);
+	if (ret <= 0 || !capture_syscalls)
+		return 0;
+	sys_args_of_current(&a);
+	st = conn_of_fd(tgid, a.fd, &ino);
+	if (!st)
+		return 0;
+	/* Every socket read of such a process is timed (all its TCP is taken as TLS, as on a
+	 * control plane). */
+	if (dir == DIR_IN && (bits & TARGET_READS_VIA_SYSCALL)) {
+		if (st->sk)
+			emit_sock_read(st, ino, a.fd, ret);
 		return 0;
 	}
 	/* The TLS probes may have claimed the socket during the call (a handshake read). A socket
 	 * whose first bytes are a TLS record is TLS too, seen before any Read or Write of it
 	 * (a server's handshake, or a connection older than the tracer): its ciphertext is not
 	 * captured. */
-	if (st && ret > 0 && !(st->flags & CONN_TLS)) {
-		if (st->offset[dir & 1] == 0 && looks_like_tls(pr->buf)) {
-			st->flags |= CONN_TLS;
-			if (dir == DIR_OUT && wire_of(id >> 32))
-				count_unkeyed(id >> 32, pr->buf);
-		} else
-			emit(st, pr->ino, pr->fd, dir, SOURCE_SYSCALL, pr->buf, (__u64)ret,
-			     PROBE_SYS_EXIT);
+	if (st->flags & CONN_TLS)
+		return 0;
+	if (st->offset[dir & 1] == 0 && looks_like_tls(a.buf)) {
+		st->flags |= CONN_TLS;
+		if (dir == DIR_OUT && copy_tls_wire && (bits & TARGET_TLS_WIRE))
+			count_unkeyed(tgid, a.buf);
+		return 0;
 	}
-	bpf_map_delete_elem(&sys_calls, &tid);
+	emit(st, ino, a.fd, dir, SOURCE_SYSCALL, a.buf, (__u64)ret, PROBE_SYS_EXIT);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_enter_write")
 int sys_enter_write(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1], ctx->args[2], true);
+	return sys_enter_write_of(ctx->args[0], ctx->args[1], ctx->args[2]);
 }
 
 SEC("tracepoint/syscalls/sys_exit_write")
@@ -1052,7 +1100,7 @@ int sys_exit_write(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_sendto")
 int sys_enter_sendto(struct trace_event_raw_sys_enter *ctx)
 {
-	return sys_enter(ctx->args[0], ctx->args[1], ctx->args[2], true);
+	return sys_enter_write_of(ctx->args[0], ctx->args[1], ctx->args[2]);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
@@ -1061,22 +1109,10 @@ int sys_exit_sendto(struct trace_event_raw_sys_exit *ctx)
 	return sys_exit(ctx->ret, DIR_OUT);
 }
 
-SEC("tracepoint/syscalls/sys_enter_read")
-int sys_enter_read(struct trace_event_raw_sys_enter *ctx)
-{
-	return sys_enter(ctx->args[0], ctx->args[1], ctx->args[2], false);
-}
-
 SEC("tracepoint/syscalls/sys_exit_read")
 int sys_exit_read(struct trace_event_raw_sys_exit *ctx)
 {
 	return sys_exit(ctx->ret, DIR_IN);
-}
-
-SEC("tracepoint/syscalls/sys_enter_recvfrom")
-int sys_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
-{
-	return sys_enter(ctx->args[0], ctx->args[1], ctx->args[2], false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")

@@ -22,7 +22,8 @@ struct conn_state {
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
-	__u16 pad[3];
+	__u16 pad;
+	__u32 wire_inflight; /* bytes the write(2) under way copied (copy_tls_wire), 0 if none */
 	__u8 laddr[16];
 	__u8 raddr[16];
 };
