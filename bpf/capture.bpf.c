@@ -938,9 +938,12 @@ static __always_inline void sys_args_of_current(struct sys_args *a)
  * same CPU (nearly always: a socket write(2) seldom sleeps) trusts it and, for the common case
  * (a TLS socket's ciphertext, a process that is no target), looks nothing up; any other exit (the
  * thread moved to another CPU, another thread's entry came between) does the whole check. */
+#define EXIT_PLAIN 1 /* plaintext: the exit copies what the kernel moved */
+#define EXIT_WIRE 2  /* a wire copy: the exit takes back what a short write did not move */
+
 struct write_hint {
 	__u32 tid;
-	__u32 exit_work; /* the exit must look at the socket: plaintext, or a wire copy */
+	__u32 exit_work; /* EXIT_* */
 };
 
 struct {
@@ -950,7 +953,7 @@ struct {
 	__type(value, struct write_hint);
 } write_hints SEC(".maps");
 
-static __always_inline void write_hint__set(__u32 tid, bool exit_work)
+static __always_inline void write_hint__set(__u32 tid, __u32 exit_work)
 {
 	__u32 zero = 0;
 	struct write_hint *h = bpf_map_lookup_elem(&write_hints, &zero);
@@ -970,7 +973,7 @@ static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
 	struct conn_state *st;
 	__u8 bits = target_bits(id >> 32);
 	bool target = bits != 0, wire = copy_tls_wire && (bits & TARGET_TLS_WIRE);
-	bool exit_work = false;
+	__u32 exit_work = 0;
 
 	count_hit(target ? id >> 32 : 0, PROBE_SYS_ENTER);
 	/* Looked at even without syscall capture: a write marks the end of a TLS Write. Any
@@ -984,7 +987,8 @@ static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
 	st->last_write_sig = 0; /* the ciphertext of the last Write: the next one is new */
 	if (!target)
 		goto out;
-	exit_work = capture_syscalls && !(st->flags & CONN_TLS);
+	if (capture_syscalls && !(st->flags & CONN_TLS))
+		exit_work = EXIT_PLAIN;
 	if (!wire)
 		goto out;
 	if ((st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS)
@@ -994,7 +998,7 @@ static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
 	if ((st->flags & CONN_KEYED) && count) {
 		emit(st, ino, (int)fd, DIR_OUT, SOURCE_TLS_WIRE, buf, count, PROBE_SYS_ENTER);
 		st->wire_inflight = count > 0xffffffffull ? 0xffffffffu : (__u32)count;
-		exit_work = true;
+		exit_work = EXIT_WIRE;
 	}
 out:
 	write_hint__set((__u32)id, exit_work);
@@ -1048,8 +1052,11 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 		count_hit(is_target(tgid) ? tgid : 0, PROBE_SYS_EXIT);
 	if (dir == DIR_OUT) {
 		hint = bpf_map_lookup_elem(&write_hints, &zero);
-		if (hint && hint->tid == (__u32)id && !hint->exit_work)
+		if (hint && hint->tid == (__u32)id && hint->exit_work != EXIT_PLAIN) {
+			if (hint->exit_work == EXIT_WIRE)
+				wire_short_write(tgid, ret);
 			return 0;
+		}
 	}
 	bits = target_bits(tgid);
 	if (!bits)
