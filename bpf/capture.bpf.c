@@ -934,16 +934,19 @@ static __always_inline void sys_args_of_current(struct sys_args *a)
 	a->count = regs->dx;
 }
 
-/* What a write(2)'s entry found its exit has to do, per CPU. The exit of the same thread on the
- * same CPU (nearly always: a socket write(2) seldom sleeps) trusts it and, for the common case
- * (a TLS socket's ciphertext, a process that is no target), looks nothing up; any other exit (the
- * thread moved to another CPU, another thread's entry came between) does the whole check. */
+/* What a write(2)'s entry found its exit has to do, per CPU. An exit trusts it when it is its own
+ * entry's: the same thread, not switched out since (its context-switch counts unchanged), so no
+ * other syscall entry ran on this CPU in between, and a hint the thread left on another CPU
+ * before cannot pass for it. That is nearly always (a socket write(2) seldom sleeps); then, for
+ * the common case (a TLS socket's ciphertext, a process that is no target), it looks nothing up.
+ * Any other exit does the whole check. */
 #define EXIT_PLAIN 1 /* plaintext: the exit copies what the kernel moved */
 #define EXIT_WIRE 2  /* a wire copy: the exit takes back what a short write did not move */
 
 struct write_hint {
 	__u32 tid;
 	__u32 exit_work; /* EXIT_* */
+	__u64 switches;	 /* the thread's nvcsw + nivcsw at the entry */
 };
 
 struct {
@@ -953,6 +956,13 @@ struct {
 	__type(value, struct write_hint);
 } write_hints SEC(".maps");
 
+static __always_inline __u64 current_switches(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return task->nvcsw + task->nivcsw;
+}
+
 static __always_inline void write_hint__set(__u32 tid, __u32 exit_work)
 {
 	__u32 zero = 0;
@@ -961,7 +971,19 @@ static __always_inline void write_hint__set(__u32 tid, __u32 exit_work)
 	if (h) {
 		h->tid = tid;
 		h->exit_work = exit_work;
+		h->switches = current_switches();
 	}
+}
+
+/* The hint this exit's own entry left, or NULL. */
+static __always_inline struct write_hint *write_hint__own(__u32 tid)
+{
+	__u32 zero = 0;
+	struct write_hint *h = bpf_map_lookup_elem(&write_hints, &zero);
+
+	if (!h || h->tid != tid || h->switches != current_switches())
+		return NULL;
+	return h;
 }
 
 /* A write(2) or sendto(2) at its entry: it ends the TLS Write whose ciphertext it carries, and a
@@ -1042,7 +1064,7 @@ static __always_inline void wire_short_write(__u32 tgid, __s64 ret)
 static __always_inline int sys_exit(__s64 ret, __u8 dir)
 {
 	__u64 id = bpf_get_current_pid_tgid(), ino = 0;
-	__u32 tgid = id >> 32, zero = 0;
+	__u32 tgid = id >> 32;
 	struct write_hint *hint;
 	struct conn_state *st;
 	struct sys_args a;
@@ -1051,8 +1073,8 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 	if (count_probe_hits)
 		count_hit(is_target(tgid) ? tgid : 0, PROBE_SYS_EXIT);
 	if (dir == DIR_OUT) {
-		hint = bpf_map_lookup_elem(&write_hints, &zero);
-		if (hint && hint->tid == (__u32)id && hint->exit_work != EXIT_PLAIN) {
+		hint = write_hint__own((__u32)id);
+		if (hint && hint->exit_work != EXIT_PLAIN) {
 			if (hint->exit_work == EXIT_WIRE)
 				wire_short_write(tgid, ret);
 			return 0;
