@@ -1040,16 +1040,14 @@ static __always_inline bool looks_like_tls(__u64 buf)
 
 /* A short write(2) of a keyed connection: its unmoved bytes were copied at entry and come again
  * in the next write(2) at the same wire offsets. A full one (nearly all) looks nothing up. */
-static __always_inline void wire_short_write(__u32 tgid, __s64 ret)
+static __always_inline void wire_short_write(__u32 tgid, __s64 ret, const struct sys_args *a)
 {
-	struct sys_args a;
 	struct conn_state *st;
 	__u64 moved = ret > 0 ? (__u64)ret : 0, ino = 0, back;
 
-	sys_args_of_current(&a);
-	if (moved >= a.count)
+	if (moved >= a->count)
 		return;
-	st = conn_of_fd(tgid, a.fd, &ino);
+	st = conn_of_fd(tgid, a->fd, &ino);
 	if (!st || !st->wire_inflight)
 		return;
 	back = st->wire_inflight > moved ? st->wire_inflight - moved : 0;
@@ -1068,6 +1066,7 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 	struct write_hint *hint;
 	struct conn_state *st;
 	struct sys_args a;
+	bool wire_out;
 	__u8 bits;
 
 	if (count_probe_hits)
@@ -1075,19 +1074,22 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 	if (dir == DIR_OUT) {
 		hint = write_hint__own((__u32)id);
 		if (hint && hint->exit_work != EXIT_PLAIN) {
-			if (hint->exit_work == EXIT_WIRE)
-				wire_short_write(tgid, ret);
+			if (hint->exit_work == EXIT_WIRE) {
+				sys_args_of_current(&a);
+				wire_short_write(tgid, ret, &a);
+			}
 			return 0;
 		}
 	}
 	bits = target_bits(tgid);
-	if (!bits)
-		return 0;
-	if (dir == DIR_OUT && copy_tls_wire && (bits & TARGET_TLS_WIRE))
-		wire_short_write(tgid, ret);
-	if (ret <= 0 || !capture_syscalls)
+	wire_out = dir == DIR_OUT && copy_tls_wire && (bits & TARGET_TLS_WIRE);
+	if (!bits || (ret <= 0 && !wire_out))
 		return 0;
 	sys_args_of_current(&a);
+	if (wire_out)
+		wire_short_write(tgid, ret, &a);
+	if (ret <= 0 || !capture_syscalls)
+		return 0;
 	st = conn_of_fd(tgid, a.fd, &ino);
 	if (!st)
 		return 0;
@@ -1106,7 +1108,7 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 		return 0;
 	if (st->offset[dir & 1] == 0 && looks_like_tls(a.buf)) {
 		st->flags |= CONN_TLS;
-		if (dir == DIR_OUT && copy_tls_wire && (bits & TARGET_TLS_WIRE))
+		if (wire_out)
 			count_unkeyed(tgid, a.buf);
 		return 0;
 	}
