@@ -899,6 +899,34 @@ struct {
 	__type(value, __u64);
 } wire_unkeyed SEC(".maps");
 
+/* A connection of a wire process that was silent since attaching, and the address of its
+ * *tls.Conn that user space found in the process's memory (goheap.h): its first write(2) reads the
+ * state there and keys it (key_pending). Its Write probe need not wait for a Write to meet it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct conn_key);
+	__type(value, __u64);
+} wire_pending SEC(".maps");
+
+/* The state read after the process sealed the records this write(2) carries: its out sequence
+ * number is ahead of theirs by their count, which the wire stream's window of sequence numbers
+ * covers. A connection whose state does not hold up as TLS 1.3 is taken as TLS without a key,
+ * and its write counted as such (its Write probe comes back). */
+static __always_inline void key_pending(struct conn_state *st, __u32 tgid, int fd, __u64 ino)
+{
+	struct conn_key key = { .tgid = tgid, .ino = ino };
+	__u64 *found = bpf_map_lookup_elem(&wire_pending, &key), tls_conn;
+
+	if (!found)
+		return;
+	tls_conn = *found;
+	bpf_map_delete_elem(&wire_pending, &key);
+	st->flags |= CONN_TLS;
+	if (harvest_keys(tls_conn, tgid, fd, ino, true))
+		st->flags |= CONN_KEYED;
+}
+
 static __always_inline void count_unkeyed(__u32 tgid, __u64 buf)
 {
 	__u64 one = 1, *n;
@@ -1013,6 +1041,8 @@ static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
 		exit_work = EXIT_PLAIN;
 	if (!wire)
 		goto out;
+	if (!(st->flags & CONN_KEYED))
+		key_pending(st, id >> 32, (int)fd, ino);
 	if ((st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS)
 		count_unkeyed(id >> 32, buf);
 	/* What a short write did not move comes again in the next write(2), at the same wire

@@ -42,8 +42,8 @@ struct session {
 	} * tls_seen;
 	size_t n_tls_seen;
 	uint64_t tls_pairs;
-	struct tlswire *tls_wire; /* copy_tls_wire: BINDTRACE_TLS_WIRE or _DECRYPT */
-	bool wire_delivers;	  /* BINDTRACE_TLS_WIRE: keyed connections' Writes from it */
+	struct tlswire *tls_wire; /* copy_tls_wire: Writes from the wire, or _DECRYPT */
+	bool wire_delivers;	  /* keyed connections' Writes from it (not BINDTRACE_TLS_WIRE=0) */
 	bool decrypt;		  /* BINDTRACE_TLS_DECRYPT=1: compared with the Write probe */
 	unsigned wire_targets;	  /* processes added with TARGET_TLS_WIRE */
 	uint64_t secret_probe_keys, secret_probe_refused; /* tls_secret's */
@@ -245,6 +245,15 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
+/* BINDTRACE_TLS_WIRE unset (the scheduler's: targets.c's target__wire) or naming roles: some
+ * Writes may come from the wire. */
+static bool wire_wanted(void)
+{
+	const char *v = getenv("BINDTRACE_TLS_WIRE");
+
+	return !v || (*v && strcmp(v, "0") != 0 && strcmp(v, "none") != 0);
+}
+
 static void probe_hits__configure(struct capture_bpf *skel)
 {
 	const char *v = getenv("BINDTRACE_PROBE_HITS");
@@ -256,11 +265,10 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
 	v = getenv("BINDTRACE_TLS_KEYS");
 	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
-	/* Writes from the wire (BINDTRACE_TLS_WIRE: targets.c's target__wire) and
-	 * BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
+	/* Writes from the wire (the scheduler's unless BINDTRACE_TLS_WIRE=0: targets.c's
+	 * target__wire) and BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
 	 * state read and their keyed connections' write(2)s copied (see tlswire.h). */
-	skel->rodata->copy_tls_wire =
-	    env_on("BINDTRACE_TLS_DECRYPT") || env_on("BINDTRACE_TLS_WIRE");
+	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire_wanted();
 }
 
 bool session__decrypts(const struct session *s)
@@ -284,6 +292,26 @@ int session__conn_flags(const struct session *s, pid_t pid, uint64_t ino, uint32
 	*flags = st.flags;
 	*written = st.offset[DIR_OUT];
 	return 0;
+}
+
+int session__wire_pending_set(struct session *s, pid_t pid, uint64_t ino, uint64_t tls_conn)
+{
+	struct conn_key key = { .tgid = (__u32)pid, .ino = ino };
+	__u64 value = tls_conn;
+
+	if (bpf_map__update_elem(s->skel->maps.wire_pending, &key, sizeof(key), &value,
+				 sizeof(value), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+bool session__wire_pending(const struct session *s, pid_t pid, uint64_t ino)
+{
+	struct conn_key key = { .tgid = (__u32)pid, .ino = ino };
+	__u64 value;
+
+	return bpf_map__lookup_elem(s->skel->maps.wire_pending, &key, sizeof(key), &value,
+				    sizeof(value), 0) == 0;
 }
 
 uint64_t session__wire_unkeyed(const struct session *s, pid_t pid)
@@ -431,7 +459,7 @@ static int load(struct session *s)
 		/* Measuring (every target's write(2)s compared with its Write probe) delivers
 		 * nothing: the probes stay. */
 		s->decrypt = env_on("BINDTRACE_TLS_DECRYPT");
-		s->wire_delivers = !s->decrypt && env_on("BINDTRACE_TLS_WIRE");
+		s->wire_delivers = !s->decrypt && wire_wanted();
 		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s, s->decrypt);
 		if (!s->tls_wire) {
 			fprintf(stderr, "%s: out of memory\n", s->opt.name);

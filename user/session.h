@@ -95,6 +95,12 @@ uint64_t session__wire_unkeyed(const struct session *s, pid_t pid);
  * write: 0, or -ENOENT when they have not met it. */
 int session__conn_flags(const struct session *s, pid_t pid, uint64_t ino, uint32_t *flags,
 			uint64_t *written);
+/* A connection of pid not met since attaching, and its *tls.Conn found in pid's memory
+ * (goheap.h): its first write(2) is keyed from there (the capture's wire_pending). 0 or a
+ * negative errno. */
+int session__wire_pending_set(struct session *s, pid_t pid, uint64_t ino, uint64_t tls_conn);
+/* Whether such an address waits for ino's first write(2). */
+bool session__wire_pending(const struct session *s, pid_t pid, uint64_t ino);
 void session__remove_target(struct session *s, pid_t pid);
 
 /* Reads the ring buffer into the handlers until SIGINT or SIGTERM, session__stop(), or the

@@ -1,4 +1,5 @@
 /* The traced processes: found, attached, replaced when they restart. See targets.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,6 +16,7 @@
 #include "conns.h"
 #include "events.h"
 #include "goelf.h"
+#include "goheap.h"
 #include "gotls.h"
 #include "gorelease.h"
 #include "peerfeed.h"
@@ -155,10 +157,12 @@ static bool target__reads_via_syscall(const struct targets *ts, const struct tar
 
 /* Whether t's Writes come from its wire (tlswire.h): its keyed connections' write(2)s copied and
  * decrypted, its Write probe off while every connection is keyed (targets__wire_tick).
- * BINDTRACE_TLS_WIRE unset or =0: none; =1 or =all: the three roles; else a comma-separated
- * list of role names (kube-scheduler,etcd,kube-apiserver). =kube-scheduler takes 4.7 of the
- * 17.8 uprobe hits per bind of tests/cost/hits away, but it is not the default: in the scale
- * bench it did not lower the control plane's CPU (stop 32; README, "Decrypting the wire").
+ * BINDTRACE_TLS_WIRE unset: the scheduler's only. It has a few connections; those silent since
+ * attaching are found in its memory (goheap.h), so its probe goes about 2 s after attaching and
+ * stays off: 4-6 of the 16-18 uprobe hits per bind of tests/cost/hits. The apiserver and etcd
+ * hold many connections, and copying the apiserver's watch traffic cost more than its hits saved
+ * (scale bench, stop 31). =0 or =none: none; =1 or =all: the three roles; else a
+ * comma-separated list of role names (kube-scheduler,etcd,kube-apiserver).
  * BINDTRACE_TLS_DECRYPT=1 (a measurement): every target's write(2)s are copied and compared
  * with its Write probe, nothing delivered. */
 static bool target__wire(const struct targets *ts, const struct target *t)
@@ -171,7 +175,9 @@ static bool target__wire(const struct targets *ts, const struct target *t)
 		return false;
 	if (session__decrypts(ts->session))
 		return true;
-	if (!v || !*v || !strcmp(v, "0"))
+	if (!v)
+		return t->role == ROLE_SCHEDULER;
+	if (!*v || !strcmp(v, "0") || !strcmp(v, "none"))
 		return false;
 	if (!strcmp(v, "1") || !strcmp(v, "all"))
 		return true;
@@ -587,12 +593,17 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		if (bi && !gotls__layout(bi->go_major, bi->go_minor, &layout)) {
 			session__set_tls_layout(ts->session, t->proc.pid, &layout);
 		} else {
-			fprintf(stderr,
-				"bindtrace: %s pid %d: %s: no crypto/tls layout known for it, its "
-				"TLS 1.3 state is not read%s\n",
-				process_role__name(t->role), t->proc.pid,
-				bi && bi->go_version ? bi->go_version : "Go release unknown",
-				t->wire ? ": its Writes come from its probe" : "");
+			/* Its Writes from its probe: said only when asked for (the default's
+			 * scheduler built by a Go release gotls.c does not know is no fault). */
+			if (session__harvests_tls_keys(ts->session) || verbose ||
+			    getenv("BINDTRACE_TLS_WIRE"))
+				fprintf(stderr,
+					"bindtrace: %s pid %d: %s: no crypto/tls layout known for "
+					"it, its TLS 1.3 state is not read%s\n",
+					process_role__name(t->role), t->proc.pid,
+					bi && bi->go_version ? bi->go_version
+							     : "Go release unknown",
+					t->wire ? ": its Writes come from its probe" : "");
 			t->wire = false;
 		}
 	}
@@ -885,7 +896,18 @@ struct keyed_walk {
 	bool all;
 	char *why;
 	size_t why_len;
+	/* The connections not met since attaching and not searched for yet (up to 64). */
+	uint64_t silent[64];
+	int n_silent;
 };
+
+static bool heap_searched(const struct target *t, uint64_t ino)
+{
+	for (int i = 0; i < t->n_heap_searched; i++)
+		if (t->heap_searched[i] == ino)
+			return true;
+	return false;
+}
 
 static void check_keyed(void *ctx, const struct endpoint *local, const struct endpoint *remote,
 			bool listening, uint64_t inode)
@@ -893,35 +915,130 @@ static void check_keyed(void *ctx, const struct endpoint *local, const struct en
 	struct keyed_walk *w = ctx;
 	uint64_t written = 0;
 	uint32_t flags = 0;
+	bool met;
 
 	(void)local, (void)remote, (void)listening;
-	if (!w->all)
+	met = session__conn_flags(w->ts->session, w->t->proc.pid, inode, &flags, &written) == 0;
+	/* Keyed, or seen writing plaintext. */
+	if (met && ((flags & CONN_KEYED) || (!(flags & CONN_TLS) && written)))
 		return;
-	if (session__conn_flags(w->ts->session, w->t->proc.pid, inode, &flags, &written)) {
-		/* Silent since attaching: its first Write would have no key (until stop 31 such a
-		 * connection let the probe go after 30 s, and the first write(2)s it made on waking
-		 * were lost). */
-		snprintf(w->why, w->why_len, "socket %llu not met since attaching",
-			 (unsigned long long)inode);
-		w->all = false;
-	} else if (!(flags & CONN_KEYED) && ((flags & CONN_TLS) || !written)) {
-		snprintf(w->why, w->why_len, "socket %llu %s", (unsigned long long)inode,
-			 flags & CONN_TLS ? "TLS, not keyed" : "not seen writing");
-		w->all = false;
+	/* Silent since attaching (perhaps read from): its first Write would have no key (until
+	 * stop 31 such a connection let the probe go after 30 s, and the first write(2)s it made on
+	 * waking were lost), unless that write(2) is keyed from its *tls.Conn found in the
+	 * process's memory. */
+	if (!(flags & CONN_TLS)) {
+		if (session__wire_pending(w->ts->session, w->t->proc.pid, inode))
+			return;
+		if (!heap_searched(w->t, inode) && w->n_silent < 64)
+			w->silent[w->n_silent++] = inode;
 	}
+	if (w->all)
+		snprintf(w->why, w->why_len, "socket %llu %s", (unsigned long long)inode,
+			 !met		    ? "not met since attaching"
+			 : flags & CONN_TLS ? "TLS, not keyed"
+					    : "not seen writing");
+	w->all = false;
 }
 
 /* Whether every established TCP connection of t is keyed (its Writes come from its wire) or was
  * seen writing plaintext: only then may its Write probe go, or a connection quiet until now
  * would lose its first Writes (a client's HTTP/2 connection idle since attaching, whose first
  * binds then carried the HPACK entries all later ones refer to). why: the first that is not. */
-static bool every_connection_keyed(struct targets *ts, const struct target *t, char *why,
-				   size_t why_len)
+static void search_heap(struct targets *ts, struct target *t, const uint64_t *silent, int n);
+
+static bool every_connection_keyed(struct targets *ts, struct target *t, char *why, size_t why_len)
 {
 	struct keyed_walk w = { .ts = ts, .t = t, .all = true, .why = why, .why_len = why_len };
 
 	sockets__each_own(t->proc.pid, SOCKDIAG_ESTABLISHED, check_keyed, &w);
+	if (w.all || !w.n_silent)
+		return w.all;
+	/* Silent ones searched for in memory, then all looked at again. */
+	search_heap(ts, t, w.silent, w.n_silent);
+	w = (struct keyed_walk){ .ts = ts, .t = t, .all = true, .why = why, .why_len = why_len };
+	sockets__each_own(t->proc.pid, SOCKDIAG_ESTABLISHED, check_keyed, &w);
 	return w.all;
+}
+
+/* The descriptor of each socket inode in pid (-1: not open). */
+static void fds_of_inodes(pid_t pid, const uint64_t *inodes, int n, int *fds)
+{
+	char path[64], link[64];
+	struct dirent *d;
+	DIR *dir;
+
+	for (int i = 0; i < n; i++)
+		fds[i] = -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		unsigned long long ino;
+		ssize_t len;
+
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		len = readlinkat(dirfd(dir), d->d_name, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (sscanf(link, "socket:[%llu]", &ino) != 1)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (inodes[i] == ino)
+				fds[i] = atoi(d->d_name);
+	}
+	closedir(dir);
+}
+
+/* The connections of t silent since attaching: their *tls.Conn looked for in its memory, each
+ * found given to the capture (keyed at its first write(2)). Each is searched for once. */
+static void search_heap(struct targets *ts, struct target *t, const uint64_t *silent, int n)
+{
+	const struct go_buildinfo *bi = go_binary__buildinfo(t->gb);
+	int fds[64], want[64], n_want = 0, err;
+	uint64_t inodes[64], found[64];
+	struct goheap_stats st = { 0 };
+	struct tls_layout layout;
+
+	if (!bi || gotls__layout(bi->go_major, bi->go_minor, &layout))
+		return;
+	fds_of_inodes(t->proc.pid, silent, n, fds);
+	for (int i = 0; i < n; i++) {
+		if (t->n_heap_searched < TARGETS_HEAP_SEARCHED)
+			t->heap_searched[t->n_heap_searched++] = silent[i];
+		if (fds[i] >= 0) {
+			inodes[n_want] = silent[i];
+			want[n_want++] = fds[i];
+		}
+	}
+	if (!n_want)
+		return;
+	err = goheap__find_tls_conns(t->proc.pid, &layout, want, (size_t)n_want, found, &st);
+	t->heap_searches++;
+	t->heap_bytes += st.bytes_read;
+	t->heap_ns += st.wall_ns;
+	if (err < 0) {
+		fprintf(stderr,
+			"bindtrace: %s pid %d: its silent connections' TLS state not searched for "
+			"in its memory: %s\n",
+			process_role__name(t->role), t->proc.pid, strerror(-err));
+		return;
+	}
+	for (int i = 0; i < n_want; i++) {
+		if (!found[i] ||
+		    session__wire_pending_set(ts->session, t->proc.pid, inodes[i], found[i]))
+			continue;
+		t->heap_found++;
+	}
+	if (verbose)
+		fprintf(stderr,
+			"bindtrace: %s pid %d: %d of %d connections silent since attaching found "
+			"in its memory (%.1f MB read in %.1f ms; %llu ambiguous)\n",
+			process_role__name(t->role), t->proc.pid, err, n_want,
+			(double)st.bytes_read / 1e6, (double)st.wall_ns / 1e6,
+			(unsigned long long)st.ambiguous);
 }
 
 void targets__print_wire(const struct targets *ts, FILE *out)
@@ -935,11 +1052,16 @@ void targets__print_wire(const struct targets *ts, FILE *out)
 			continue;
 		fprintf(
 		    out,
-		    "bindtrace: %s pid %d: Writes from the wire (BINDTRACE_TLS_WIRE): Write probe "
+		    "bindtrace: %s pid %d: Writes from the wire (BINDTRACE_TLS_WIRE, by default the "
+		    "scheduler's): Write probe "
 		    "%s at exit, taken off %u times, put back %u; %llu write(2)s of TLS "
-		    "connections without a key (their bytes not decoded)%s%s\n",
+		    "connections without a key (their bytes not decoded); %d connections silent "
+		    "since attaching searched for in its memory, %u found (%u searches, %.1f MB "
+		    "read, %.1f ms)%s%s\n",
 		    process_role__name(t->role), t->proc.pid, t->tls.write_off ? "off" : "on",
 		    t->write_offs, t->write_ons, (unsigned long long)t->wire_unkeyed,
+		    t->n_heap_searched, t->heap_found, t->heap_searches,
+		    (double)t->heap_bytes / 1e6, (double)t->heap_ns / 1e6,
 		    t->tls.write_off || !t->wire_waiting[0] ? "" : "; it stayed for ",
 		    t->tls.write_off ? "" : t->wire_waiting);
 	}

@@ -45,6 +45,8 @@ struct call_probes {
 	bool queue, giveup; /* which of those two are probed (the bind call: call_probe) */
 };
 
+#define TARGETS_HEAP_SEARCHED 64
+
 struct target {
 	enum process_role role;
 	struct process_info proc;
@@ -85,6 +87,12 @@ struct target {
 	uint64_t wire_unkeyed, wire_quiet_since_ns, write_on_since_ns, wire_next_check_ns;
 	char wire_waiting[256]; /* why the Write probe stayed at the last check */
 	uint32_t write_offs, write_ons;
+	/* Connections not met since attaching whose *tls.Conn was looked for in its memory
+	 * (goheap.h), each once; how many searches, how many found, what they read and took. */
+	uint64_t heap_searched[TARGETS_HEAP_SEARCHED];
+	int n_heap_searched;
+	uint32_t heap_searches, heap_found;
+	uint64_t heap_bytes, heap_ns;
 };
 
 /* Where the scheduler patches the status of a pod it gives up on (its failure handler calls it). */
@@ -156,9 +164,10 @@ void targets__check_restarts(struct targets *ts);
  * connections has written without a key for TARGETS_WIRE_QUIET_NS and every established TCP
  * connection it holds is keyed (its Writes come from its write(2)s; new ones are keyed by
  * setTrafficSecret) or was seen writing plaintext. A connection not met since attaching (silent)
- * keeps it: its first Writes would have no key. It comes back as soon as one without a key
- * writes (a TLS 1.2 one, one opened while its handshake's secret went unseen), whose first
- * write(2)s are counted, not decoded. */
+ * keeps it (its first Writes would have no key) until its *tls.Conn is found in the process's
+ * memory (goheap.h: searched once per such connection, then keyed at its first write(2)). It
+ * comes back as soon as one without a key writes (a TLS 1.2 one, one opened while its
+ * handshake's secret went unseen), whose first write(2)s are counted, not decoded. */
 #define TARGETS_WIRE_QUIET_NS 2000000000ull
 void targets__wire_tick(struct targets *ts, uint64_t now_ns);
 /* Per target at exit: how its Write probe went and what was written without a key. */
