@@ -17,6 +17,8 @@
 
 #define PAGE 4096ull
 #define MAX_RANGES 64
+#define MAX_REGIONS 4096 /* private anonymous mappings searched */
+#define MAX_REGION_BYTES (16ull << 30)
 #define MAX_NETFDS 1024
 /* Descriptors above this are not looked for (the BPF side's bound too). */
 #define FD_LIMIT (1 << 20)
@@ -155,9 +157,15 @@ static int read_regions(pid_t pid, struct region *out, int max, struct snapshot 
 		/* Text holds no itab. */
 		if (perms[0] != 'r' || perms[2] == 'x' || end <= start)
 			continue;
-		of_exe = name[0] && strncmp(name, exe, (size_t)exe_len) == 0;
+		/* The executable's own path, or it with " (deleted)". */
+		of_exe = strncmp(name, exe, (size_t)exe_len) == 0 &&
+			 (!name[exe_len] || name[exe_len] == ' ');
 		heap = !of_exe && perms[1] == 'w' && perms[3] == 'p' &&
 		       (!name[0] || strcmp(name, "[heap]") == 0);
+		/* Go maps its heap 64 MiB at a time; a bigger mapping (a sanitizer's shadow, terabytes
+		 * reserved) would cost its pagemap's reading for nothing. */
+		if (heap && end - start > MAX_REGION_BYTES)
+			heap = false;
 		if (!heap && !of_exe)
 			continue;
 		if (of_exe && s->n_exe < MAX_RANGES)
@@ -377,7 +385,7 @@ static bool holds_tls13(struct snapshot *s, uint64_t c, const struct tls_layout 
 int goheap__find_tls_conns(pid_t pid, const struct tls_layout *layout, const int *fds, size_t n,
 			   uint64_t *found, struct goheap_stats *stats)
 {
-	struct region regions[MAX_RANGES * 4];
+	struct region *regions = calloc(MAX_REGIONS, sizeof(*regions));
 	struct snapshot s = { 0 };
 	struct netfd *netfds = NULL;
 	uint64_t t0 = util__monotonic_ns();
@@ -387,7 +395,11 @@ int goheap__find_tls_conns(pid_t pid, const struct tls_layout *layout, const int
 
 	memset(found, 0, n * sizeof(*found));
 	s.pid = pid;
-	n_regions = read_regions(pid, regions, (int)(sizeof(regions) / sizeof(regions[0])), &s);
+	if (!regions) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	n_regions = read_regions(pid, regions, MAX_REGIONS, &s);
 	if (n_regions < 0) {
 		err = n_regions;
 		goto cleanup;
@@ -445,6 +457,7 @@ cleanup:
 	}
 	free(ambiguous);
 	free(netfds);
+	free(regions);
 	free(s.mem);
 	free(s.runs);
 	return err ? err : (int)hits;

@@ -896,8 +896,8 @@ struct keyed_walk {
 	bool all;
 	char *why;
 	size_t why_len;
-	/* The connections not met since attaching and not searched for yet (up to 64). */
-	uint64_t silent[64];
+	/* The connections not met since attaching and not searched for yet. */
+	uint64_t silent[TARGETS_HEAP_SEARCHED];
 	int n_silent;
 };
 
@@ -929,7 +929,10 @@ static void check_keyed(void *ctx, const struct endpoint *local, const struct en
 	if (!(flags & CONN_TLS)) {
 		if (session__wire_pending(w->ts->session, w->t->proc.pid, inode))
 			return;
-		if (!heap_searched(w->t, inode) && w->n_silent < 64)
+		/* Beyond TARGETS_HEAP_SEARCHED, none is searched for (a search costs about 2 ms
+		 * per MB): they keep the probe on while they are silent, as until stop 34. */
+		if (!heap_searched(w->t, inode) &&
+		    w->t->n_heap_searched + w->n_silent < TARGETS_HEAP_SEARCHED)
 			w->silent[w->n_silent++] = inode;
 	}
 	if (w->all)
@@ -997,8 +1000,8 @@ static void fds_of_inodes(pid_t pid, const uint64_t *inodes, int n, int *fds)
 static void search_heap(struct targets *ts, struct target *t, const uint64_t *silent, int n)
 {
 	const struct go_buildinfo *bi = go_binary__buildinfo(t->gb);
-	int fds[64], want[64], n_want = 0, err;
-	uint64_t inodes[64], found[64];
+	int fds[TARGETS_HEAP_SEARCHED], want[TARGETS_HEAP_SEARCHED], n_want = 0, err;
+	uint64_t inodes[TARGETS_HEAP_SEARCHED], found[TARGETS_HEAP_SEARCHED];
 	struct goheap_stats st = { 0 };
 	struct tls_layout layout;
 
