@@ -28,7 +28,7 @@ struct fake_type {
 };
 
 /* Initialized, so that they are in the executable's file-backed data. */
-static struct fake_type net_conn_type = { .bytes = { 1, [23] = 20 } };		   /* Interface */
+static struct fake_type net_conn_type = { .bytes = { 1, [23] = 20 } };		    /* Interface */
 static struct fake_type tcp_conn_type = { .bytes = { 1, [16] = 0x5a, [23] = 22 } }; /* Pointer */
 
 struct fake_itab {
