@@ -1,6 +1,10 @@
-/* A socket's *tls.Conn in a Go process's memory: a snapshot of its resident pages, then one pass
- * for the poll.FDs of the wanted descriptors and one for the objects that lead to them
- * (goheap.h). */
+/* A socket's *tls.Conn in a Go process's memory (goheap.h). Its resident heap pages are read a
+ * chunk at a time, in passes: the poll.FDs holding a wanted descriptor, the net.conns pointing at
+ * them, then up to four times the words pointing at what the last pass found (a tls.Conn's or a
+ * wrapper's interface data, a wrapper's pointer). Each tls.Conn so found is then checked whole,
+ * by the same walk the BPF does from a Write's receiver, reading the process's memory at each
+ * step. Memory held: one chunk and the sets, whatever the heap's size; time: a few passes over
+ * its resident pages. */
 #include "goheap.h"
 
 #include <errno.h>
@@ -19,40 +23,100 @@
 #define MAX_RANGES 64
 #define MAX_REGIONS 4096 /* private anonymous mappings searched */
 #define MAX_REGION_BYTES (16ull << 30)
-#define MAX_NETFDS 1024
 /* Descriptors above this are not looked for (the BPF side's bound too). */
 #define FD_LIMIT (1 << 20)
-/* tls.Conn.conn's search tree, as bpf/capture.bpf.c's CONN_TREE_NODES. */
+/* tls.Conn.conn's search tree, as bpf/capture.bpf.c's CONN_TREE_NODES: up to three wrappers. */
 #define TREE_NODES 40
+#define TREE_DEPTH 3
 #define GO_KIND_INTERFACE 20
+#define CHUNK (1u << 20)
+/* Looked at around each word: a wrapper's itab 16 bytes before, a poll.FD's flags 50 after. */
+#define BEFORE 16
+#define AFTER 56
+/* Objects kept per pass (a set that grows past it stops growing: counted). */
+#define MAX_FOUND 4096
 
 struct range {
 	uint64_t start, end;
 };
 
-/* Resident bytes of the heap copied from [addr, addr + len). */
-struct run {
-	uint64_t addr, len;
-	const uint8_t *buf;
-};
-
-struct snapshot {
-	struct run *runs;
+struct memory {
+	pid_t pid;
+	struct range *runs; /* resident pages of the heap, adjacent ones joined */
 	size_t n, cap;
-	uint8_t *mem;
 	uint64_t bytes;
 	struct range exe[MAX_RANGES];
 	int n_exe;
-	pid_t pid;
-	size_t last; /* the run the last read fell in */
+	uint8_t *chunk; /* CHUNK + BEFORE + AFTER */
+	uint64_t truncated;
 };
 
-struct netfd {
-	uint64_t addr;
-	int fd;
+/* Addresses (never 0), each with the descriptor it leads to: open addressing. */
+struct addr_set {
+	uint64_t *keys;
+	int *fds;
+	size_t mask, n;
+	uint64_t lo, hi; /* bounds of the keys: most words are rejected on them */
 };
 
-static bool in_exe(const struct snapshot *s, uint64_t addr)
+static int addr_set__init(struct addr_set *a)
+{
+	size_t slots = 4 * MAX_FOUND;
+
+	memset(a, 0, sizeof(*a));
+	a->keys = calloc(slots, sizeof(*a->keys));
+	a->fds = calloc(slots, sizeof(*a->fds));
+	a->mask = slots - 1;
+	a->lo = UINT64_MAX;
+	return a->keys && a->fds ? 0 : -ENOMEM;
+}
+
+static void addr_set__free(struct addr_set *a)
+{
+	free(a->keys);
+	free(a->fds);
+}
+
+static size_t slot_of(const struct addr_set *a, uint64_t addr)
+{
+	return (size_t)(((addr >> 3) * 0x9e3779b97f4a7c15ull) >> 20) & a->mask;
+}
+
+/* false when it is full. */
+static bool addr_set__add(struct addr_set *a, uint64_t addr, int fd)
+{
+	size_t i = slot_of(a, addr);
+
+	while (a->keys[i] && a->keys[i] != addr)
+		i = (i + 1) & a->mask;
+	if (a->keys[i])
+		return true;
+	if (a->n >= MAX_FOUND)
+		return false;
+	a->keys[i] = addr;
+	a->fds[i] = fd;
+	a->n++;
+	if (addr < a->lo)
+		a->lo = addr;
+	if (addr > a->hi)
+		a->hi = addr;
+	return true;
+}
+
+/* The descriptor addr leads to, or -1. */
+static int addr_set__get(const struct addr_set *a, uint64_t addr)
+{
+	size_t i;
+
+	if (addr < a->lo || addr > a->hi || !addr)
+		return -1;
+	for (i = slot_of(a, addr); a->keys[i]; i = (i + 1) & a->mask)
+		if (a->keys[i] == addr)
+			return a->fds[i];
+	return -1;
+}
+
+static bool in_exe(const struct memory *s, uint64_t addr)
 {
 	for (int i = 0; i < s->n_exe; i++)
 		if (addr >= s->exe[i].start && addr < s->exe[i].end)
@@ -60,77 +124,32 @@ static bool in_exe(const struct snapshot *s, uint64_t addr)
 	return false;
 }
 
-static const struct run *run_of(struct snapshot *s, uint64_t addr, size_t len)
-{
-	size_t lo = 0, hi = s->n;
-	const struct run *r;
-
-	if (s->last < s->n) {
-		r = &s->runs[s->last];
-		if (addr >= r->addr && addr - r->addr + len <= r->len)
-			return r;
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->runs[mid].addr + s->runs[mid].len <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo >= s->n)
-		return NULL;
-	r = &s->runs[lo];
-	if (addr < r->addr || addr - r->addr + len > r->len)
-		return NULL;
-	s->last = lo;
-	return r;
-}
-
-/* From the copy of the heap. */
-static bool rd(struct snapshot *s, uint64_t addr, void *out, size_t len)
-{
-	const struct run *r = run_of(s, addr, len);
-
-	if (!r)
-		return false;
-	memcpy(out, r->buf + (addr - r->addr), len);
-	return true;
-}
-
-/* Or, for the executable's words (itabs, types: read only on the few paths that reach a wanted
- * socket), from the process. */
-static bool rd_any(struct snapshot *s, uint64_t addr, void *out, size_t len)
+/* The process's memory, now. */
+static bool rd(struct memory *s, uint64_t addr, void *out, size_t len)
 {
 	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
 
-	if (rd(s, addr, out, len))
-		return true;
-	return in_exe(s, addr) &&
-	       process_vm_readv(s->pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+	return addr && process_vm_readv(s->pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
-static uint64_t word(struct snapshot *s, uint64_t addr)
+static uint64_t word(struct memory *s, uint64_t addr)
 {
 	uint64_t v = 0;
 
 	return rd(s, addr, &v, sizeof(v)) ? v : 0;
 }
 
-static uint64_t word_any(struct snapshot *s, uint64_t addr)
+static uint64_t word_at(const uint8_t *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	return rd_any(s, addr, &v, sizeof(v)) ? v : 0;
+	memcpy(&v, p, sizeof(v));
+	return v;
 }
 
-/* The regions to copy: private anonymous read-write mappings (the heap, the runtime's own). The
+/* The regions to read: private anonymous read-write mappings (the heap, the runtime's own). The
  * executable's (its itabs and types) are only noted. */
-struct region {
-	uint64_t start, end;
-};
-
-static int read_regions(pid_t pid, struct region *out, int max, struct snapshot *s)
+static int read_regions(pid_t pid, struct range *out, int max, struct memory *s)
 {
 	char path[64], exe[PATH_MAX], line[PATH_MAX + 128];
 	ssize_t exe_len;
@@ -166,35 +185,33 @@ static int read_regions(pid_t pid, struct region *out, int max, struct snapshot 
 		 * reserved) would cost its pagemap's reading for nothing. */
 		if (heap && end - start > MAX_REGION_BYTES)
 			heap = false;
-		if (!heap && !of_exe)
-			continue;
 		if (of_exe && s->n_exe < MAX_RANGES)
 			s->exe[s->n_exe++] = (struct range){ start, end };
 		if (heap)
-			out[n++] = (struct region){ start, end };
+			out[n++] = (struct range){ start, end };
 	}
 	fclose(f);
 	return n;
 }
 
-static int add_run(struct snapshot *s, uint64_t addr, uint64_t len)
+static int add_run(struct memory *s, uint64_t start, uint64_t end)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct run *r = realloc(s->runs, cap * sizeof(*r));
+		struct range *r = realloc(s->runs, cap * sizeof(*r));
 
 		if (!r)
 			return -ENOMEM;
 		s->runs = r;
 		s->cap = cap;
 	}
-	s->runs[s->n++] = (struct run){ .addr = addr, .len = len };
-	s->bytes += len;
+	s->runs[s->n++] = (struct range){ start, end };
+	s->bytes += end - start;
 	return s->bytes > GOHEAP_MAX_BYTES ? -EFBIG : 0;
 }
 
 /* The resident pages of each region, as runs of adjacent ones (pagemap bit 63). */
-static int find_runs(pid_t pid, const struct region *regions, int n, struct snapshot *s)
+static int find_runs(pid_t pid, const struct range *regions, int n, struct memory *s)
 {
 	uint64_t entries[512];
 	char path[64];
@@ -224,8 +241,7 @@ static int find_runs(pid_t pid, const struct region *regions, int n, struct snap
 					run_start = page;
 					in_run = true;
 				} else if (!present && in_run) {
-					err =
-					    add_run(s, run_start * PAGE, (page - run_start) * PAGE);
+					err = add_run(s, run_start * PAGE, page * PAGE);
 					in_run = false;
 					if (err)
 						break;
@@ -233,77 +249,104 @@ static int find_runs(pid_t pid, const struct region *regions, int n, struct snap
 			}
 		}
 		if (!err && in_run)
-			err = add_run(s, run_start * PAGE, (page - run_start) * PAGE);
+			err = add_run(s, run_start * PAGE, page * PAGE);
 	}
 	close(fd);
 	return err;
 }
 
-/* Copies the runs; a run that shrank meanwhile keeps what was read before the hole. */
-static int copy_runs(pid_t pid, struct snapshot *s)
+/* Calls fn for each 8-byte word of the resident heap: its address, its bytes, and how far the
+ * bytes read around it go (a page gone meanwhile ends its chunk). */
+typedef void (*word_fn)(void *ctx, uint64_t addr, const uint8_t *at, const uint8_t *lo,
+			const uint8_t *hi);
+
+static int each_word(struct memory *s, word_fn fn, void *ctx)
 {
-	uint64_t at = 0;
-
-	s->mem = malloc(s->bytes ? s->bytes : 1);
-	if (!s->mem)
-		return -ENOMEM;
 	for (size_t i = 0; i < s->n; i++) {
-		struct run *r = &s->runs[i];
-		struct iovec local = { s->mem + at, r->len };
-		struct iovec remote = { (void *)(uintptr_t)r->addr, r->len };
-		ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		uint64_t start = s->runs[i].start, end = s->runs[i].end;
 
-		if (got < 0 && errno == ESRCH)
-			return -ESRCH;
-		r->buf = s->mem + at;
-		r->len = got > 0 ? (uint64_t)got & ~7ull : 0;
-		at += remote.iov_len;
+		for (uint64_t at = start; at < end; at += CHUNK) {
+			uint64_t from = at - start >= BEFORE ? at - BEFORE : start;
+			uint64_t to = end - at > CHUNK + AFTER ? at + CHUNK + AFTER : end;
+			struct iovec local = { s->chunk, to - from };
+			struct iovec remote = { (void *)(uintptr_t)from, to - from };
+			ssize_t got = process_vm_readv(s->pid, &local, 1, &remote, 1, 0);
+			const uint8_t *hi;
+
+			if (got < 0 && errno == ESRCH)
+				return -ESRCH;
+			if (got < (ssize_t)(at - from) + 8)
+				continue;
+			hi = s->chunk + got;
+			for (uint64_t w = at; w < at + CHUNK && w + 8 <= from + (uint64_t)got;
+			     w += 8)
+				fn(ctx, w, s->chunk + (w - from), s->chunk, hi);
+		}
 	}
 	return 0;
 }
 
-static bool is_wanted(const int *fds, size_t n, int64_t fd)
-{
-	for (size_t i = 0; i < n; i++)
-		if (fds[i] == fd)
-			return true;
-	return false;
-}
+struct netfd_pass {
+	const int *fds;
+	size_t n;
+	struct addr_set *out;
+	struct memory *s;
+};
 
 /* poll.FDs holding a wanted descriptor: Sysfd at 16, IsStream, ZeroReadIsEOF and isFile at 48. */
-static size_t find_netfds(struct snapshot *s, const int *fds, size_t n, struct netfd *out)
+static void netfd_word(void *ctx, uint64_t addr, const uint8_t *at, const uint8_t *lo,
+		       const uint8_t *hi)
 {
-	size_t found = 0;
+	struct netfd_pass *p = ctx;
+	int64_t fd;
 
-	for (size_t i = 0; i < s->n && found < MAX_NETFDS; i++) {
-		const struct run *r = &s->runs[i];
-
-		if (r->len < 56)
-			continue;
-		for (uint64_t off = 0; off + 56 <= r->len && found < MAX_NETFDS; off += 8) {
-			int64_t fd;
-
-			memcpy(&fd, r->buf + off + 16, sizeof(fd));
-			if (fd < 0 || fd >= FD_LIMIT || r->buf[off + 48] != 1 ||
-			    r->buf[off + 49] != 1 || r->buf[off + 50] != 0 ||
-			    !is_wanted(fds, n, fd))
-				continue;
-			out[found++] = (struct netfd){ r->addr + off, (int)fd };
-		}
-	}
-	return found;
+	(void)lo;
+	if (hi - at < AFTER || at[48] != 1 || at[49] != 1 || at[50] != 0)
+		return;
+	memcpy(&fd, at + 16, sizeof(fd));
+	if (fd < 0 || fd >= FD_LIMIT)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->fds[i] == fd && !addr_set__add(p->out, addr, (int)fd))
+			p->s->truncated++;
 }
 
-static int netfd_at(const struct netfd *set, size_t n, uint64_t addr)
+struct pointer_pass {
+	const struct addr_set *to; /* what the words found point at */
+	struct addr_set *conns;	   /* a pointer at offset 0 of a net.conn (first pass) */
+	struct addr_set *nodes;	   /* wrappers: the next pass's targets */
+	struct addr_set *tls;	   /* tls.Conns: conn's data at 8, its itab at 0 */
+	struct memory *s;
+};
+
+static void add(struct memory *s, struct addr_set *set, uint64_t addr, int fd)
 {
-	for (size_t i = 0; i < n; i++)
-		if (set[i].addr == addr)
-			return set[i].fd;
-	return -1;
+	if (set && !addr_set__add(set, addr, fd))
+		s->truncated++;
+}
+
+/* A word pointing at a net.conn or a wrapper X: what may hold it there. */
+static void pointer_word(void *ctx, uint64_t addr, const uint8_t *at, const uint8_t *lo,
+			 const uint8_t *hi)
+{
+	struct pointer_pass *p = ctx;
+	int fd = addr_set__get(p->to, word_at(at));
+
+	(void)hi;
+	if (fd < 0)
+		return;
+	add(p->s, p->conns, addr, fd);
+	add(p->s, p->nodes, addr, fd); /* a struct whose first word is X */
+	/* An interface {itab, X}: a tls.Conn's conn, or a wrapper's at offset 0 or 8. */
+	if (at - lo >= 8 && in_exe(p->s, word_at(at - 8))) {
+		add(p->s, p->tls, addr - 8, fd);
+		add(p->s, p->nodes, addr - 8, fd);
+		add(p->s, p->nodes, addr - 16, fd);
+	}
 }
 
 /* The word at addr an itab (bpf/capture.bpf.c's is_itab_at). */
-static bool is_itab_at(struct snapshot *s, uint64_t addr)
+static bool is_itab_at(struct memory *s, uint64_t addr)
 {
 	uint64_t itab = word(s, addr), inter, type;
 	uint32_t hash = 0, type_hash = 1;
@@ -311,11 +354,11 @@ static bool is_itab_at(struct snapshot *s, uint64_t addr)
 
 	if (!itab || !in_exe(s, itab))
 		return false;
-	inter = word_any(s, itab);
-	type = word_any(s, itab + 8);
-	if (!inter || !type || type == itab || type == inter || !rd_any(s, inter + 23, &kind, 1) ||
-	    (kind & 0x1f) != GO_KIND_INTERFACE || !rd_any(s, itab + 16, &hash, 4) ||
-	    !rd_any(s, type + 16, &type_hash, 4))
+	inter = word(s, itab);
+	type = word(s, itab + 8);
+	if (!inter || !type || type == itab || type == inter || !rd(s, inter + 23, &kind, 1) ||
+	    (kind & 0x1f) != GO_KIND_INTERFACE || !rd(s, itab + 16, &hash, 4) ||
+	    !rd(s, type + 16, &type_hash, 4))
 		return false;
 	return hash == type_hash;
 }
@@ -331,7 +374,7 @@ static uint64_t child_at(uint32_t i, bool *iface)
 }
 
 /* The descriptor tls_conn's conn leads to, each interface on the way an itab; -1 if none. */
-static int conn_fd(struct snapshot *s, uint64_t tls_conn, const struct netfd *netfds, size_t n)
+static int conn_fd(struct memory *s, uint64_t tls_conn, const struct addr_set *netfds)
 {
 	uint64_t node[TREE_NODES] = { 0 };
 
@@ -350,7 +393,7 @@ static int conn_fd(struct snapshot *s, uint64_t tls_conn, const struct netfd *ne
 		}
 		if (!node[i] || (node[i] & 7))
 			continue;
-		fd = netfd_at(netfds, n, word(s, node[i]));
+		fd = addr_set__get(netfds, word(s, node[i]));
 		if (fd < 0)
 			continue;
 		/* The path up to the tls.Conn, each interface checked in full. */
@@ -368,7 +411,7 @@ static int conn_fd(struct snapshot *s, uint64_t tls_conn, const struct netfd *ne
 }
 
 /* A TLS 1.3 connection's state at layout's offsets. */
-static bool holds_tls13(struct snapshot *s, uint64_t c, const struct tls_layout *l)
+static bool holds_tls13(struct memory *s, uint64_t c, const struct tls_layout *l)
 {
 	uint16_t vers = 0, suite = 0, out_version = 0;
 	uint64_t secret[3] = { 0 };
@@ -385,59 +428,59 @@ static bool holds_tls13(struct snapshot *s, uint64_t c, const struct tls_layout 
 int goheap__find_tls_conns(pid_t pid, const struct tls_layout *layout, const int *fds, size_t n,
 			   uint64_t *found, struct goheap_stats *stats)
 {
-	struct region *regions = calloc(MAX_REGIONS, sizeof(*regions));
-	struct snapshot s = { 0 };
-	struct netfd *netfds = NULL;
+	struct range *regions = calloc(MAX_REGIONS, sizeof(*regions));
+	struct addr_set netfds = { 0 }, level[2] = { 0 }, tls = { 0 };
+	struct memory s = { .pid = pid };
 	uint64_t t0 = util__monotonic_ns();
-	size_t n_netfds = 0, hits = 0;
-	bool *ambiguous = NULL;
-	int n_regions, err;
+	bool *ambiguous = calloc(n ? n : 1, sizeof(*ambiguous));
+	int n_regions, err = 0, hits = 0;
 
 	memset(found, 0, n * sizeof(*found));
-	s.pid = pid;
-	if (!regions) {
+	s.chunk = malloc(CHUNK + BEFORE + AFTER);
+	if (!regions || !ambiguous || !s.chunk || addr_set__init(&netfds) ||
+	    addr_set__init(&level[0]) || addr_set__init(&level[1]) || addr_set__init(&tls)) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	n_regions = read_regions(pid, regions, MAX_REGIONS, &s);
-	if (n_regions < 0) {
-		err = n_regions;
-		goto cleanup;
-	}
-	err = find_runs(pid, regions, n_regions, &s);
-	if (!err)
-		err = copy_runs(pid, &s);
-	if (err)
-		goto cleanup;
-	netfds = calloc(MAX_NETFDS, sizeof(*netfds));
-	ambiguous = calloc(n ? n : 1, sizeof(*ambiguous));
-	if (!netfds || !ambiguous) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	n_netfds = find_netfds(&s, fds, n, netfds);
-	for (size_t i = 0; i < s.n && n_netfds; i++) {
-		const struct run *r = &s.runs[i];
+	err = n_regions < 0 ? n_regions : find_runs(pid, regions, n_regions, &s);
+	if (!err) {
+		struct netfd_pass np = { fds, n, &netfds, &s };
 
-		for (uint64_t off = 0; off + 16 <= r->len; off += 8) {
-			uint64_t w0, w1, c = r->addr + off;
-			int fd;
+		err = each_word(&s, netfd_word, &np);
+	}
+	/* The net.conns (their first word the netFD), then what points at the last level found:
+	 * tls.Conns and, up to TREE_DEPTH wrappers deep, wrappers. */
+	if (!err && netfds.n) {
+		struct pointer_pass pp = { &netfds, &level[0], NULL, NULL, &s };
 
-			memcpy(&w0, r->buf + off, 8);
-			memcpy(&w1, r->buf + off + 8, 8);
-			/* tls.Conn.conn: an itab (in the executable), then its data. */
-			if (!w1 || (w1 & 7) || !in_exe(&s, w0))
+		err = each_word(&s, pointer_word, &pp);
+	}
+	for (int depth = 0; !err && depth <= TREE_DEPTH && level[depth & 1].n; depth++) {
+		struct addr_set *next = &level[(depth + 1) & 1];
+		struct pointer_pass pp = { &level[depth & 1], NULL,
+					   depth < TREE_DEPTH ? next : NULL, &tls, &s };
+
+		addr_set__free(next);
+		if (addr_set__init(next)) {
+			err = -ENOMEM;
+			break;
+		}
+		err = each_word(&s, pointer_word, &pp);
+	}
+	/* Each tls.Conn found checked whole, as the BPF walks from a Write's receiver. */
+	for (size_t i = 0; !err && i <= tls.mask; i++) {
+		uint64_t c = tls.keys[i];
+		int fd;
+
+		if (!c || (fd = conn_fd(&s, c, &netfds)) < 0 || !holds_tls13(&s, c, layout))
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			if (fds[k] != fd)
 				continue;
-			fd = conn_fd(&s, c, netfds, n_netfds);
-			if (fd < 0 || !holds_tls13(&s, c, layout))
-				continue;
-			for (size_t k = 0; k < n; k++) {
-				if (fds[k] != fd)
-					continue;
-				if (found[k] && found[k] != c)
-					ambiguous[k] = true;
-				found[k] = c;
-			}
+			if (found[k] && found[k] != c)
+				ambiguous[k] = true;
+			found[k] = c;
 		}
 	}
 	for (size_t k = 0; k < n; k++) {
@@ -449,16 +492,20 @@ int goheap__find_tls_conns(pid_t pid, const struct tls_layout *layout, const int
 cleanup:
 	if (stats) {
 		stats->bytes_read = s.bytes;
-		stats->netfds = n_netfds;
+		stats->netfds = netfds.n;
 		stats->ambiguous = 0;
 		for (size_t k = 0; ambiguous && k < n; k++)
 			stats->ambiguous += ambiguous[k];
+		stats->truncated = s.truncated;
 		stats->wall_ns = util__monotonic_ns() - t0;
 	}
+	addr_set__free(&tls);
+	addr_set__free(&level[1]);
+	addr_set__free(&level[0]);
+	addr_set__free(&netfds);
 	free(ambiguous);
-	free(netfds);
-	free(regions);
-	free(s.mem);
+	free(s.chunk);
 	free(s.runs);
-	return err ? err : (int)hits;
+	free(regions);
+	return err ? err : hits;
 }

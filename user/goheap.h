@@ -3,14 +3,15 @@
  * (issue 15) without waiting for its next crypto/tls Write to hit a uprobe.
  *
  * The memory is read, never written, through process_vm_readv: only the resident pages of its
- * private anonymous mappings (the Go heap, which does not move objects) and of its executable's
- * (itabs), as /proc/PID/pagemap gives them, so nothing is faulted in. The search follows what the
- * capture's BPF does from a Write's receiver (bpf/capture.bpf.c, conn_search_node): tls.Conn.conn
- * is a net.Conn whose data, through at most three wrappers (an interface at offset 0 or 8, or a
- * pointer at offset 0), reaches a net.conn whose *netFD has the descriptor as its poll.FD.Sysfd and
- * the TCP flags. Each interface on the way must hold an itab (its interface type of kind
- * Interface, its hash its type's), and the tls.Conn must hold up at gotls's offsets as TLS 1.3: its
- * vers and its out half's version 0x0304, a TLS 1.3 suite, an out traffic secret of 32 or 48 bytes.
+ * private anonymous mappings (the Go heap, which does not move objects), as /proc/PID/pagemap
+ * gives them, so nothing is faulted in; a chunk at a time, so what the tracer holds does not grow
+ * with the heap. What is found is what the capture's BPF would find from a Write's receiver
+ * (bpf/capture.bpf.c, conn_search_node): tls.Conn.conn is a net.Conn whose data, through at most
+ * three wrappers (an interface at offset 0 or 8, or a pointer at offset 0), reaches a net.conn
+ * whose *netFD has the descriptor as its poll.FD.Sysfd and the TCP flags. Each interface on the
+ * way must hold an itab (in the executable, its interface type of kind Interface, its hash its
+ * type's), and the tls.Conn must hold up at gotls's offsets as TLS 1.3: its vers and its out
+ * half's version 0x0304, a TLS 1.3 suite, an out traffic secret of 32 or 48 bytes.
  *
  * What it gives is an address for BPF to read from at the socket's next write(2) (the memory
  * changes meanwhile; the records' authentication decides whether what was read there holds). A
@@ -27,13 +28,15 @@
 
 #include "events.h"
 
-/* The most memory read for one search: a process with more resident heap is not searched. */
-#define GOHEAP_MAX_BYTES (512ull << 20)
+/* The most resident heap searched (each byte is read up to six times, about 1 ms per MB in
+ * all): a process with more is not searched. */
+#define GOHEAP_MAX_BYTES (1ull << 30)
 
 struct goheap_stats {
-	uint64_t bytes_read; /* resident pages copied */
+	uint64_t bytes_read; /* resident heap pages (each pass reads them again) */
 	uint64_t netfds;     /* poll.FDs found with a wanted descriptor */
 	uint64_t ambiguous;  /* sockets more than one tls.Conn answered for (left at 0) */
+	uint64_t truncated;  /* objects not followed: a pass found over 4096 */
 	uint64_t wall_ns;
 };
 

@@ -586,6 +586,7 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->proc.pid);
 	t->reads_via_syscall = target__reads_via_syscall(ts, t);
 	t->wire = target__wire(ts, t);
+	t->n_heap_searched = 0; /* a restart's connections are all new */
 	if (session__harvests_tls_keys(ts->session) || t->wire) {
 		const struct go_buildinfo *bi = go_binary__buildinfo(t->gb);
 		struct tls_layout layout;
@@ -1036,12 +1037,14 @@ static void search_heap(struct targets *ts, struct target *t, const uint64_t *si
 		t->heap_found++;
 	}
 	if (verbose)
-		fprintf(stderr,
-			"bindtrace: %s pid %d: %d of %d connections silent since attaching found "
-			"in its memory (%.1f MB read in %.1f ms; %llu ambiguous)\n",
-			process_role__name(t->role), t->proc.pid, err, n_want,
-			(double)st.bytes_read / 1e6, (double)st.wall_ns / 1e6,
-			(unsigned long long)st.ambiguous);
+		fprintf(
+		    stderr,
+		    "bindtrace: %s pid %d: %d of %d connections silent since attaching found "
+		    "in its memory (%.1f MB of heap in %.1f ms; %llu ambiguous, %llu objects not "
+		    "followed)\n",
+		    process_role__name(t->role), t->proc.pid, err, n_want,
+		    (double)st.bytes_read / 1e6, (double)st.wall_ns / 1e6,
+		    (unsigned long long)st.ambiguous, (unsigned long long)st.truncated);
 }
 
 void targets__print_wire(const struct targets *ts, FILE *out)
@@ -1060,7 +1063,7 @@ void targets__print_wire(const struct targets *ts, FILE *out)
 		    "%s at exit, taken off %u times, put back %u; %llu write(2)s of TLS "
 		    "connections without a key (their bytes not decoded); %d connections silent "
 		    "since attaching searched for in its memory, %u found (%u searches, %.1f MB "
-		    "read, %.1f ms)%s%s\n",
+		    "of heap, %.1f ms)%s%s\n",
 		    process_role__name(t->role), t->proc.pid, t->tls.write_off ? "off" : "on",
 		    t->write_offs, t->write_ons, (unsigned long long)t->wire_unkeyed,
 		    t->n_heap_searched, t->heap_found, t->heap_searches,
