@@ -94,44 +94,91 @@ static int cmp_u64(const void *a, const void *b)
 
 /* ---- /proc, each read in one place ---- */
 
-uint64_t *sockets__open_inodes(pid_t pid, size_t *n)
+/* Calls fn with each socket descriptor of pid and its socket's inode; false from fn stops. */
+static void each_socket_fd(pid_t pid, bool (*fn)(void *ctx, int fd, uint64_t ino), void *ctx)
 {
 	char path[64], link[64];
-	uint64_t *inos = NULL, ino;
-	size_t cap = 0;
 	struct dirent *de;
+	uint64_t ino;
 	DIR *d;
 
-	*n = 0;
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
 	d = opendir(path);
 	if (!d)
-		return NULL;
+		return;
 	while ((de = readdir(d))) {
-		char fdpath[64 + sizeof(de->d_name)];
 		ssize_t len;
 
-		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
-		len = readlink(fdpath, link, sizeof(link) - 1);
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		len = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
 		if (len <= 0)
 			continue;
 		link[len] = 0;
 		if (sscanf(link, "socket:[%llu]", (unsigned long long *)&ino) != 1)
 			continue;
-		if (*n == cap) {
-			uint64_t *more = realloc(inos, (cap ? cap * 2 : 256) * sizeof(*inos));
-
-			if (!more)
-				break;
-			inos = more;
-			cap = cap ? cap * 2 : 256;
-		}
-		inos[(*n)++] = ino;
+		if (!fn(ctx, atoi(de->d_name), ino))
+			break;
 	}
 	closedir(d);
-	if (*n)
-		qsort(inos, *n, sizeof(*inos), cmp_u64);
-	return inos;
+}
+
+struct inode_list {
+	uint64_t *inos;
+	size_t n, cap;
+};
+
+static bool add_inode(void *ctx, int fd, uint64_t ino)
+{
+	struct inode_list *l = ctx;
+
+	(void)fd;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		uint64_t *more = realloc(l->inos, cap * sizeof(*more));
+
+		if (!more)
+			return false;
+		l->inos = more;
+		l->cap = cap;
+	}
+	l->inos[l->n++] = ino;
+	return true;
+}
+
+uint64_t *sockets__open_inodes(pid_t pid, size_t *n)
+{
+	struct inode_list l = { 0 };
+
+	each_socket_fd(pid, add_inode, &l);
+	if (l.n)
+		qsort(l.inos, l.n, sizeof(*l.inos), cmp_u64);
+	*n = l.n;
+	return l.inos;
+}
+
+struct fds_of {
+	const uint64_t *inodes;
+	int n, *fds;
+};
+
+static bool match_inode(void *ctx, int fd, uint64_t ino)
+{
+	struct fds_of *f = ctx;
+
+	for (int i = 0; i < f->n; i++)
+		if (f->inodes[i] == ino)
+			f->fds[i] = fd;
+	return true;
+}
+
+void sockets__fds_of_inodes(pid_t pid, const uint64_t *inodes, int n, int *fds)
+{
+	struct fds_of f = { inodes, n, fds };
+
+	for (int i = 0; i < n; i++)
+		fds[i] = -1;
+	each_socket_fd(pid, match_inode, &f);
 }
 
 /* "0100007F" or 32 hex digits as /proc/net/tcp* prints them: 32-bit words in host order. */

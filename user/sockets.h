@@ -73,6 +73,8 @@ void sockets__each_own(pid_t pid, uint32_t states,
 /* The socket inodes open in pid, sorted, in a malloc'ed array the caller frees; NULL and *n = 0
  * when there are none or pid is gone. */
 uint64_t *sockets__open_inodes(pid_t pid, size_t *n);
+/* fds[i]: pid's descriptor of the socket inodes[i], or -1 when it has none open. */
+void sockets__fds_of_inodes(pid_t pid, const uint64_t *inodes, int n, int *fds);
 
 /* The file open as pid's descriptor fd ("" when it cannot be read), read from /proc unless
  * file_id, the kernel's word for which file fd named (fsync_event.file_id; 0: unknown), is the

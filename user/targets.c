@@ -1,5 +1,4 @@
 /* The traced processes: found, attached, replaced when they restart. See targets.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -964,38 +963,6 @@ static bool every_connection_keyed(struct targets *ts, struct target *t, char *w
 	return w.all;
 }
 
-/* The descriptor of each socket inode in pid (-1: not open). */
-static void fds_of_inodes(pid_t pid, const uint64_t *inodes, int n, int *fds)
-{
-	char path[64], link[64];
-	struct dirent *d;
-	DIR *dir;
-
-	for (int i = 0; i < n; i++)
-		fds[i] = -1;
-	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((d = readdir(dir))) {
-		unsigned long long ino;
-		ssize_t len;
-
-		if (d->d_name[0] < '0' || d->d_name[0] > '9')
-			continue;
-		len = readlinkat(dirfd(dir), d->d_name, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = '\0';
-		if (sscanf(link, "socket:[%llu]", &ino) != 1)
-			continue;
-		for (int i = 0; i < n; i++)
-			if (inodes[i] == ino)
-				fds[i] = atoi(d->d_name);
-	}
-	closedir(dir);
-}
-
 /* The connections of t silent since attaching: their *tls.Conn looked for in its memory, each
  * found given to the capture (keyed at its first write(2)). Each is searched for once. */
 static void search_heap(struct targets *ts, struct target *t, const uint64_t *silent, int n)
@@ -1008,7 +975,7 @@ static void search_heap(struct targets *ts, struct target *t, const uint64_t *si
 
 	if (!bi || gotls__layout(bi->go_major, bi->go_minor, &layout))
 		return;
-	fds_of_inodes(t->proc.pid, silent, n, fds);
+	sockets__fds_of_inodes(t->proc.pid, silent, n, fds);
 	for (int i = 0; i < n; i++) {
 		if (t->n_heap_searched < TARGETS_HEAP_SEARCHED)
 			t->heap_searched[t->n_heap_searched++] = silent[i];
