@@ -903,7 +903,8 @@ struct {
  * *tls.Conn that user space found in the process's memory (goheap.h): its first write(2) reads the
  * state there and keys it (key_pending). Its Write probe need not wait for a Write to meet it. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	/* LRU: an entry whose connection closes before it writes is never looked up again. */
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct conn_key);
 	__type(value, __u64);
