@@ -49,6 +49,7 @@ struct memory {
 	int n_exe;
 	uint8_t *chunk; /* CHUNK + BEFORE + AFTER */
 	uint64_t truncated;
+	const atomic_bool *cancel; /* looked at before each chunk */
 };
 
 /* Addresses (never 0), each with the descriptor it leads to: open addressing. */
@@ -273,6 +274,8 @@ static int each_word(struct memory *s, word_fn fn, void *ctx)
 			ssize_t got = process_vm_readv(s->pid, &local, 1, &remote, 1, 0);
 			const uint8_t *hi;
 
+			if (s->cancel && atomic_load_explicit(s->cancel, memory_order_relaxed))
+				return -ECANCELED;
 			if (got < 0 && errno == ESRCH)
 				return -ESRCH;
 			if (got < (ssize_t)(at - from) + 8)
@@ -426,11 +429,11 @@ static bool holds_tls13(struct memory *s, uint64_t c, const struct tls_layout *l
 }
 
 int goheap__find_tls_conns(pid_t pid, const struct tls_layout *layout, const int *fds, size_t n,
-			   uint64_t *found, struct goheap_stats *stats)
+			   uint64_t *found, struct goheap_stats *stats, const atomic_bool *cancel)
 {
 	struct range *regions = calloc(MAX_REGIONS, sizeof(*regions));
 	struct addr_set netfds = { 0 }, level[2] = { 0 }, tls = { 0 };
-	struct memory s = { .pid = pid };
+	struct memory s = { .pid = pid, .cancel = cancel };
 	uint64_t t0 = util__monotonic_ns();
 	bool *ambiguous = calloc(n ? n : 1, sizeof(*ambiguous));
 	int n_regions, err = 0, hits = 0;

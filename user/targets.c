@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -811,6 +813,8 @@ static struct bpf_link **target__take_links(struct target *t, size_t *n, int *fd
 	return links;
 }
 
+static void heap_search_cancel(struct targets *ts, struct target *t);
+
 /* Probes of a process that is still running are closed at once: new ones may follow on it. Those
  * of one that exited can see nothing more and go to the reaper. */
 static void detach_target(struct targets *ts, struct target *t)
@@ -826,6 +830,7 @@ static void detach_target(struct targets *ts, struct target *t)
 		if (links)
 			link_reaper__add(&ts->reaper, links, n, fds, n_fds);
 	}
+	heap_search_cancel(ts, t);
 	call_probes__close(&t->calls);
 	tls_attachment__detach(&t->tls);
 	go_binary__close(t->gb);
@@ -943,75 +948,140 @@ static void check_keyed(void *ctx, const struct endpoint *local, const struct en
 	w->all = false;
 }
 
-/* Whether every established TCP connection of t is keyed (its Writes come from its wire) or was
- * seen writing plaintext: only then may its Write probe go, or a connection quiet until now
- * would lose its first Writes (a client's HTTP/2 connection idle since attaching, whose first
- * binds then carried the HPACK entries all later ones refer to). why: the first that is not. */
-static void search_heap(struct targets *ts, struct target *t, const uint64_t *silent, int n);
+/* A search of a target's memory for its silent connections (goheap.h) runs on a thread of its
+ * own: it reads the whole resident heap six times (the bench's scheduler at 1000 nodes: 88 MB in
+ * 0.44 s; one with a 1 GiB heap would take about 5 s), and meanwhile the event loop must go on
+ * reading the ring buffer. The thread touches only this struct; what it found is given to the
+ * capture by the event loop once it is joined. */
+struct heap_search {
+	pthread_t thread;
+	bool on_thread; /* thread runs it (else it ran on the event loop) */
+	atomic_bool cancel;
+	pid_t pid;
+	struct tls_layout layout;
+	int n;
+	int fds[TARGETS_HEAP_SEARCHED];
+	uint64_t inodes[TARGETS_HEAP_SEARCHED], found[TARGETS_HEAP_SEARCHED];
+	struct goheap_stats st;
+	int err;
+};
 
-static bool every_connection_keyed(struct targets *ts, struct target *t, char *why, size_t why_len)
+static void *heap_search_run(void *arg)
 {
-	struct keyed_walk w = { .ts = ts, .t = t, .all = true, .why = why, .why_len = why_len };
+	struct heap_search *h = arg;
 
-	sockets__each_own(t->proc.pid, SOCKDIAG_ESTABLISHED, check_keyed, &w);
-	if (w.all || !w.n_silent)
-		return w.all;
-	/* Silent ones searched for in memory, then all looked at again. */
-	search_heap(ts, t, w.silent, w.n_silent);
-	w = (struct keyed_walk){ .ts = ts, .t = t, .all = true, .why = why, .why_len = why_len };
-	sockets__each_own(t->proc.pid, SOCKDIAG_ESTABLISHED, check_keyed, &w);
-	return w.all;
+	h->err = goheap__find_tls_conns(h->pid, &h->layout, h->fds, (size_t)h->n, h->found, &h->st,
+					&h->cancel);
+	return NULL;
 }
 
 /* The connections of t silent since attaching: their *tls.Conn looked for in its memory, each
- * found given to the capture (keyed at its first write(2)). Each is searched for once. */
-static void search_heap(struct targets *ts, struct target *t, const uint64_t *silent, int n)
+ * once, on a thread (t->heap_search), or here and now where none can be started. */
+static void heap_search_start(struct target *t, const uint64_t *silent, int n)
 {
 	const struct go_buildinfo *bi = go_binary__buildinfo(t->gb);
-	int fds[TARGETS_HEAP_SEARCHED], want[TARGETS_HEAP_SEARCHED], n_want = 0, err;
-	uint64_t inodes[TARGETS_HEAP_SEARCHED], found[TARGETS_HEAP_SEARCHED];
-	struct goheap_stats st = { 0 };
-	struct tls_layout layout;
+	struct heap_search *h;
+	int fds[TARGETS_HEAP_SEARCHED];
 
-	if (!bi || gotls__layout(bi->go_major, bi->go_minor, &layout))
+	h = calloc(1, sizeof(*h));
+	if (!h)
 		return;
+	if (!bi || gotls__layout(bi->go_major, bi->go_minor, &h->layout)) {
+		free(h);
+		return;
+	}
+	h->pid = t->proc.pid;
 	sockets__fds_of_inodes(t->proc.pid, silent, n, fds);
 	for (int i = 0; i < n; i++) {
 		if (t->n_heap_searched < TARGETS_HEAP_SEARCHED)
 			t->heap_searched[t->n_heap_searched++] = silent[i];
 		if (fds[i] >= 0) {
-			inodes[n_want] = silent[i];
-			want[n_want++] = fds[i];
+			h->inodes[h->n] = silent[i];
+			h->fds[h->n++] = fds[i];
 		}
 	}
-	if (!n_want)
+	if (!h->n) {
+		free(h);
 		return;
-	err = goheap__find_tls_conns(t->proc.pid, &layout, want, (size_t)n_want, found, &st);
+	}
+	t->heap_search = h;
+	h->on_thread = pthread_create(&h->thread, NULL, heap_search_run, h) == 0;
+	if (!h->on_thread)
+		heap_search_run(h);
+}
+
+/* A search of t's that has ended (wait: once it ends): each tls.Conn found given to the capture
+ * (keyed at its connection's first write(2)). False: still running. */
+static bool heap_search_end(struct targets *ts, struct target *t, bool wait)
+{
+	struct heap_search *h = t->heap_search;
+	int n = 0;
+
+	if (h->on_thread &&
+	    (wait ? pthread_join(h->thread, NULL) : pthread_tryjoin_np(h->thread, NULL)))
+		return false;
+	t->heap_search = NULL;
 	t->heap_searches++;
-	t->heap_bytes += st.bytes_read;
-	t->heap_ns += st.wall_ns;
-	if (err < 0) {
+	t->heap_bytes += h->st.bytes_read;
+	t->heap_ns += h->st.wall_ns;
+	if (h->err < 0 && h->err != -ECANCELED)
 		fprintf(stderr,
 			"bindtrace: %s pid %d: its silent connections' TLS state not searched for "
 			"in its memory: %s\n",
-			process_role__name(t->role), t->proc.pid, strerror(-err));
-		return;
-	}
-	for (int i = 0; i < n_want; i++) {
-		if (!found[i] ||
-		    session__wire_pending_set(ts->session, t->proc.pid, inodes[i], found[i]))
+			process_role__name(t->role), t->proc.pid, strerror(-h->err));
+	for (int i = 0; h->err >= 0 && i < h->n; i++) {
+		if (!h->found[i] ||
+		    session__wire_pending_set(ts->session, t->proc.pid, h->inodes[i], h->found[i]))
 			continue;
 		t->heap_found++;
+		n++;
 	}
-	if (verbose)
-		fprintf(
-		    stderr,
-		    "bindtrace: %s pid %d: %d of %d connections silent since attaching found "
-		    "in its memory (%.1f MB of heap in %.1f ms; %llu ambiguous, %llu objects not "
-		    "followed)\n",
-		    process_role__name(t->role), t->proc.pid, err, n_want,
-		    (double)st.bytes_read / 1e6, (double)st.wall_ns / 1e6,
-		    (unsigned long long)st.ambiguous, (unsigned long long)st.truncated);
+	if (verbose && h->err >= 0)
+		fprintf(stderr,
+			"bindtrace: %s pid %d: %d of %d connections silent since attaching found "
+			"in its memory (%.1f MB of heap in %.1f ms; %llu ambiguous, %llu objects "
+			"not followed)\n",
+			process_role__name(t->role), t->proc.pid, n, h->n,
+			(double)h->st.bytes_read / 1e6, (double)h->st.wall_ns / 1e6,
+			(unsigned long long)h->st.ambiguous, (unsigned long long)h->st.truncated);
+	free(h);
+	return true;
+}
+
+/* A search still running on t (a target detached, the tracer leaving): told to stop, which it
+ * does within a MiB's read, and joined; what it found is not used. */
+static void heap_search_cancel(struct targets *ts, struct target *t)
+{
+	if (!t->heap_search)
+		return;
+	atomic_store(&t->heap_search->cancel, true);
+	heap_search_end(ts, t, true);
+}
+
+/* Whether every established TCP connection of t is keyed (its Writes come from its wire) or was
+ * seen writing plaintext: only then may its Write probe go, or a connection quiet until now
+ * would lose its first Writes (a client's HTTP/2 connection idle since attaching, whose first
+ * binds then carried the HPACK entries all later ones refer to). why: the first that is not. */
+static bool every_connection_keyed(struct targets *ts, struct target *t, char *why, size_t why_len)
+{
+	struct keyed_walk w = { .ts = ts, .t = t, .all = true, .why = why, .why_len = why_len };
+
+	if (!t->heap_search) {
+		sockets__each_own(t->proc.pid, SOCKDIAG_ESTABLISHED, check_keyed, &w);
+		if (w.all || !w.n_silent)
+			return w.all;
+		/* Silent ones searched for in memory, then all looked at again once that ends. */
+		heap_search_start(t, w.silent, w.n_silent);
+	}
+	if (t->heap_search && !heap_search_end(ts, t, false)) {
+		snprintf(why, why_len,
+			 "%d connections silent since attaching being searched for in its memory",
+			 t->heap_search->n);
+		return false;
+	}
+	w = (struct keyed_walk){ .ts = ts, .t = t, .all = true, .why = why, .why_len = why_len };
+	sockets__each_own(t->proc.pid, SOCKDIAG_ESTABLISHED, check_keyed, &w);
+	return w.all;
 }
 
 void targets__print_wire(const struct targets *ts, FILE *out)
@@ -1081,6 +1151,9 @@ void targets__wire_tick(struct targets *ts, uint64_t now_ns)
 			continue;
 		t->wire_next_check_ns = now_ns + 1000000000ull;
 		if (!every_connection_keyed(ts, t, why, sizeof(why))) {
+			/* A search running: looked at again at the next tick. */
+			if (t->heap_search)
+				t->wire_next_check_ns = now_ns;
 			if (verbose && strcmp(why, t->wire_waiting) != 0)
 				fprintf(stderr, "bindtrace: %s pid %d: Write probe stays: %s\n",
 					process_role__name(t->role), t->proc.pid, why);
@@ -1251,6 +1324,8 @@ void targets__close(struct targets *ts)
 	int i;
 
 	link_reaper__finish(&ts->reaper);
+	for (i = 0; i < ts->n; i++)
+		heap_search_cancel(ts, &ts->t[i]);
 	for (i = 0; i < ts->n; i++) {
 		struct target *t = &ts->t[i];
 		struct bpf_link **links = target__take_links(t, &n, fds + n_fds, &k);

@@ -93,6 +93,7 @@ struct target {
 	int n_heap_searched;
 	uint32_t heap_searches, heap_found;
 	uint64_t heap_bytes, heap_ns;
+	struct heap_search *heap_search; /* running on its own thread, not yet joined */
 };
 
 /* Where the scheduler patches the status of a pod it gives up on (its failure handler calls it). */

@@ -131,6 +131,7 @@ int main(void)
 	uint64_t msg[2 * CASES], found[CASES];
 	struct goheap_stats st = { 0 };
 	struct tls_layout l;
+	atomic_bool cancel = false;
 	pid_t pid;
 	int n;
 
@@ -151,7 +152,14 @@ int main(void)
 	/* A descriptor the child does not have: no netFD leads to it. */
 	fds[NO_NETFD] = 1000;
 
-	n = goheap__find_tls_conns(pid, &l, fds, CASES, found, &st);
+	/* Told to stop before it starts: it says so, nothing found. */
+	atomic_store(&cancel, true);
+	n = goheap__find_tls_conns(pid, &l, fds, CASES, found, NULL, &cancel);
+	CHECK_INT(n, -ECANCELED);
+	CHECK_INT(found[DIRECT], 0);
+	atomic_store(&cancel, false);
+
+	n = goheap__find_tls_conns(pid, &l, fds, CASES, found, &st, &cancel);
 	CHECK_INT(n, 2);
 	CHECK(found[DIRECT] && found[DIRECT] == msg[DIRECT], "direct: %#llx, want %#llx",
 	      (unsigned long long)found[DIRECT], (unsigned long long)msg[DIRECT]);
@@ -169,7 +177,7 @@ int main(void)
 	close(to_child[1]);
 	waitpid(pid, NULL, 0);
 	/* Gone: said so, nothing found. */
-	n = goheap__find_tls_conns(pid, &l, fds, CASES, found, NULL);
+	n = goheap__find_tls_conns(pid, &l, fds, CASES, found, NULL, NULL);
 	CHECK(n < 0, "a process that exited: %d", n);
 	return check_summary("test_goheap");
 }
