@@ -58,8 +58,8 @@ enum probe_id {
 	PROBE_TLS_READ_ENTRY, /* (*Conn).Read entry */
 	PROBE_TLS_READ_RET,   /* a RET of (*Conn).Read */
 	PROBE_GO_CALL,	      /* the scheduler's bind call */
-	PROBE_SYS_ENTER,      /* read/write/sendto/recvfrom entry tracepoints */
-	PROBE_SYS_EXIT,	      /* ... and their exits */
+	PROBE_SYS_ENTER,      /* the write(2) entry tracepoint (the only entry: stop 33) */
+	PROBE_SYS_EXIT,	      /* read/write/sendto/recvfrom exit tracepoints */
 	PROBE_FSYNC,	      /* fsync/fdatasync entry and exit */
 	PROBE_TLS_SECRET,     /* crypto/tls.(*halfConn).setTrafficSecret entry */
 	PROBE_MAX,

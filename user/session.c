@@ -254,6 +254,34 @@ static bool wire_wanted(void)
 	return !v || (*v && strcmp(v, "0") != 0 && strcmp(v, "none") != 0);
 }
 
+/* BINDTRACE_TLS_WIRE is empty, 0, none, 1, all, or a comma list of the roles' names: anything
+ * else is refused (a misspelt role was once taken as none, without a word). */
+static bool wire_roles_valid(const char *name)
+{
+	static const char *const known[] = {
+		"0", "none", "1", "all", "etcd", "kube-apiserver", "kube-scheduler"
+	};
+	const char *v = getenv("BINDTRACE_TLS_WIRE");
+
+	for (const char *p = v; p && *p;) {
+		size_t n = strcspn(p, ",");
+		bool ok = false;
+
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && !ok; i++)
+			ok = strlen(known[i]) == n && !strncmp(p, known[i], n);
+		if (!ok) {
+			fprintf(
+			    stderr,
+			    "%s: BINDTRACE_TLS_WIRE: '%.*s' is not a role (etcd, kube-apiserver, "
+			    "kube-scheduler, all or none)\n",
+			    name, (int)n, p);
+			return false;
+		}
+		p += n + (p[n] == ',');
+	}
+	return true;
+}
+
 static void probe_hits__configure(struct capture_bpf *skel)
 {
 	const char *v = getenv("BINDTRACE_PROBE_HITS");
@@ -445,6 +473,8 @@ static int load(struct session *s)
 {
 	int err;
 
+	if (!wire_roles_valid(s->opt.name))
+		return -EINVAL;
 	s->skel = capture_bpf__open();
 	if (!s->skel) {
 		fprintf(stderr, "%s: open BPF object: %s\n", s->opt.name, strerror(errno));
