@@ -49,7 +49,7 @@ struct memory {
 	int n_exe;
 	uint8_t *chunk; /* CHUNK + BEFORE + AFTER */
 	uint64_t truncated;
-	const atomic_bool *cancel; /* looked at before each chunk */
+	const atomic_bool *cancel; /* looked at as each chunk is read */
 };
 
 /* Addresses (never 0), each with the descriptor it leads to: open addressing. */

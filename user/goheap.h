@@ -45,7 +45,7 @@ struct goheap_stats {
 /* For each fds[i] (a TCP socket descriptor of pid, running a Go binary whose crypto/tls has
  * layout): found[i], the address of its *tls.Conn, or 0. How many were found, or a negative errno
  * (-EFBIG: more than GOHEAP_MAX_BYTES resident; -ESRCH: pid gone; -ECANCELED: *cancel was set,
- * which it looks at before each MiB it reads; -EPERM...). stats and cancel may be NULL. It touches
+ * which it looks at as it reads each MiB; -EPERM...). stats and cancel may be NULL. It touches
  * nothing but its arguments: it may run on a thread of its own (targets.c does). */
 int goheap__find_tls_conns(pid_t pid, const struct tls_layout *layout, const int *fds, size_t n,
 			   uint64_t *found, struct goheap_stats *stats, const atomic_bool *cancel);
