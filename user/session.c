@@ -43,6 +43,7 @@ struct session {
 	size_t n_tls_seen;
 	uint64_t tls_pairs;
 	struct tlswire *tls_wire; /* copy_tls_wire: Writes from the wire, or _DECRYPT */
+	unsigned wire_roles;	  /* BINDTRACE_TLS_WIRE: bits of wire_role_names */
 	bool wire_delivers;	  /* keyed connections' Writes from it (not BINDTRACE_TLS_WIRE=0) */
 	bool decrypt;		  /* BINDTRACE_TLS_DECRYPT=1: compared with the Write probe */
 	unsigned wire_targets;	  /* processes added with TARGET_TLS_WIRE */
@@ -245,44 +246,59 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-/* BINDTRACE_TLS_WIRE unset (the scheduler's: targets.c's target__wire) or naming roles: some
- * Writes may come from the wire. */
-static bool wire_wanted(void)
-{
-	const char *v = getenv("BINDTRACE_TLS_WIRE");
+/* The roles whose Writes may come from the wire, by the names targets.c gives them. */
+static const char *const wire_role_names[] = { "kube-scheduler", "kube-apiserver", "etcd" };
 
-	return !v || (*v && strcmp(v, "0") != 0 && strcmp(v, "none") != 0);
+static bool token_is(const char *p, size_t n, const char *word)
+{
+	return strlen(word) == n && !strncmp(p, word, n);
 }
 
-/* BINDTRACE_TLS_WIRE is empty, 0, none, 1, all, or a comma list of the roles' names: anything
- * else is refused (a misspelt role was once taken as none, without a word). */
-static bool wire_roles_valid(const char *name)
+/* BINDTRACE_TLS_WIRE into bits of wire_role_names: unset, the scheduler's; empty, 0 or none,
+ * no one's; 1 or all, every role's; else a comma list of role names. Anything else is refused
+ * with one line (a misspelt role was once taken as none, without a word). */
+static int wire_roles_parse(const char *name, unsigned *roles)
 {
-	static const char *const known[] = {
-		"0", "none", "1", "all", "etcd", "kube-apiserver", "kube-scheduler"
-	};
 	const char *v = getenv("BINDTRACE_TLS_WIRE");
+	const size_t n_names = sizeof(wire_role_names) / sizeof(wire_role_names[0]);
 
+	*roles = v ? 0 : 1u; /* wire_role_names[0] */
 	for (const char *p = v; p && *p;) {
 		size_t n = strcspn(p, ",");
-		bool ok = false;
+		bool known = token_is(p, n, "0") || token_is(p, n, "none");
 
-		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && !ok; i++)
-			ok = strlen(known[i]) == n && !strncmp(p, known[i], n);
-		if (!ok) {
+		if (token_is(p, n, "1") || token_is(p, n, "all")) {
+			*roles |= (1u << n_names) - 1;
+			known = true;
+		}
+		for (size_t i = 0; i < n_names && !known; i++) {
+			if (token_is(p, n, wire_role_names[i])) {
+				*roles |= 1u << i;
+				known = true;
+			}
+		}
+		if (!known) {
 			fprintf(
 			    stderr,
 			    "%s: BINDTRACE_TLS_WIRE: '%.*s' is not a role (etcd, kube-apiserver, "
 			    "kube-scheduler, all or none)\n",
 			    name, (int)n, p);
-			return false;
+			return -EINVAL;
 		}
 		p += n + (p[n] == ',');
 	}
-	return true;
+	return 0;
 }
 
-static void probe_hits__configure(struct capture_bpf *skel)
+bool session__wire_role(const struct session *s, const char *role)
+{
+	for (size_t i = 0; i < sizeof(wire_role_names) / sizeof(wire_role_names[0]); i++)
+		if (!strcmp(role, wire_role_names[i]))
+			return s->wire_roles & (1u << i);
+	return false;
+}
+
+static void probe_hits__configure(struct capture_bpf *skel, bool wire)
 {
 	const char *v = getenv("BINDTRACE_PROBE_HITS");
 	const char *r = getenv("BINDTRACE_READ_RET_ONLY");
@@ -296,7 +312,7 @@ static void probe_hits__configure(struct capture_bpf *skel)
 	/* Writes from the wire (the scheduler's unless BINDTRACE_TLS_WIRE=0: targets.c's
 	 * target__wire) and BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
 	 * state read and their keyed connections' write(2)s copied (see tlswire.h). */
-	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire_wanted();
+	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire;
 }
 
 bool session__decrypts(const struct session *s)
@@ -473,8 +489,9 @@ static int load(struct session *s)
 {
 	int err;
 
-	if (!wire_roles_valid(s->opt.name))
-		return -EINVAL;
+	err = wire_roles_parse(s->opt.name, &s->wire_roles);
+	if (err)
+		return err;
 	s->skel = capture_bpf__open();
 	if (!s->skel) {
 		fprintf(stderr, "%s: open BPF object: %s\n", s->opt.name, strerror(errno));
@@ -484,12 +501,12 @@ static int load(struct session *s)
 	s->skel->rodata->wake_bytes = s->opt.ringbuf_bytes / 8;
 	s->skel->rodata->uprobe_any_pid = s->opt.uprobe_any_pid;
 	s->skel->rodata->capture_syscalls = !s->opt.no_syscall_data;
-	probe_hits__configure(s->skel);
+	probe_hits__configure(s->skel, s->wire_roles != 0);
 	if (s->skel->rodata->copy_tls_wire) {
 		/* Measuring (every target's write(2)s compared with its Write probe) delivers
 		 * nothing: the probes stay. */
 		s->decrypt = env_on("BINDTRACE_TLS_DECRYPT");
-		s->wire_delivers = !s->decrypt && wire_wanted();
+		s->wire_delivers = !s->decrypt && s->wire_roles;
 		s->tls_wire = tlswire__new(s->wire_delivers ? deliver_wire : NULL, s, s->decrypt);
 		if (!s->tls_wire) {
 			fprintf(stderr, "%s: out of memory\n", s->opt.name);

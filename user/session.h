@@ -86,6 +86,9 @@ void session__print_tls_keys(const struct session *s, FILE *out);
 /* BINDTRACE_TLS_WIRE set (and not BINDTRACE_TLS_DECRYPT=1): the TARGET_TLS_WIRE processes'
  * keyed connections' Writes come from their wire (tlswire.h). */
 bool session__wire_delivers(const struct session *s);
+/* Whether BINDTRACE_TLS_WIRE (parsed once, at load) names role (kube-scheduler, kube-apiserver,
+ * etcd): unset, only the scheduler. */
+bool session__wire_role(const struct session *s, const char *role);
 /* BINDTRACE_TLS_DECRYPT=1: every target's write(2)s are decrypted and compared, not delivered. */
 bool session__decrypts(const struct session *s);
 /* Then: how many write(2)s of TLS connections without a key pid made (their plaintext needs

@@ -168,24 +168,10 @@ static bool target__reads_via_syscall(const struct targets *ts, const struct tar
  * with its Write probe, nothing delivered. */
 static bool target__wire(const struct targets *ts, const struct target *t)
 {
-	const char *v = getenv("BINDTRACE_TLS_WIRE");
-	const char *name = process_role__name(t->role);
-	size_t n = strlen(name);
-
 	if (t->role == ROLE_WATCHER || t->role == ROLE_OTHER)
 		return false;
-	if (session__decrypts(ts->session))
-		return true;
-	if (!v)
-		return t->role == ROLE_SCHEDULER;
-	if (!*v || !strcmp(v, "0") || !strcmp(v, "none"))
-		return false;
-	if (!strcmp(v, "1") || !strcmp(v, "all"))
-		return true;
-	for (const char *p = v; (p = strstr(p, name)); p += n)
-		if ((p == v || p[-1] == ',') && (p[n] == ',' || !p[n]))
-			return true;
-	return false;
+	return session__decrypts(ts->session) ||
+	       session__wire_role(ts->session, process_role__name(t->role));
 }
 
 /* BINDTRACE_READS_VIA_SYSCALL_COMPARE=1 (measurement): the Read probes stay (peer_feed__new). */
