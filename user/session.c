@@ -11,6 +11,7 @@
 
 #include "capture.skel.h"
 #include "conns.h"
+#include "correlate.h"
 #include "link_reaper.h"
 #include "session.h"
 #include "tls13.h"
@@ -43,7 +44,7 @@ struct session {
 	size_t n_tls_seen;
 	uint64_t tls_pairs;
 	struct tlswire *tls_wire; /* copy_tls_wire: Writes from the wire, or _DECRYPT */
-	unsigned wire_roles;	  /* BINDTRACE_TLS_WIRE: bits of wire_role_names */
+	unsigned wire_roles;	  /* BINDTRACE_TLS_WIRE: bits of wire_role_of */
 	bool wire_delivers;	  /* keyed connections' Writes from it (not BINDTRACE_TLS_WIRE=0) */
 	bool decrypt;		  /* BINDTRACE_TLS_DECRYPT=1: compared with the Write probe */
 	unsigned wire_targets;	  /* processes added with TARGET_TLS_WIRE */
@@ -246,23 +247,24 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-/* The roles whose Writes may come from the wire, by the names targets.c gives them. */
-static const char *const wire_role_names[] = { "kube-scheduler", "kube-apiserver", "etcd" };
+/* The roles whose Writes may come from the wire, named as process_role__name names them (the
+ * names targets.c asks with). */
+static const enum process_role wire_role_of[] = { ROLE_SCHEDULER, ROLE_APISERVER, ROLE_ETCD };
 
 static bool token_is(const char *p, size_t n, const char *word)
 {
 	return strlen(word) == n && !strncmp(p, word, n);
 }
 
-/* BINDTRACE_TLS_WIRE into bits of wire_role_names: unset, the scheduler's; empty, 0 or none,
+/* BINDTRACE_TLS_WIRE into bits of wire_role_of: unset, the scheduler's; empty, 0 or none,
  * no one's; 1 or all, every role's; else a comma list of role names. Anything else is refused
  * with one line (a misspelt role was once taken as none, without a word). */
 static int wire_roles_parse(const char *name, unsigned *roles)
 {
 	const char *v = getenv("BINDTRACE_TLS_WIRE");
-	const size_t n_names = sizeof(wire_role_names) / sizeof(wire_role_names[0]);
+	const size_t n_names = sizeof(wire_role_of) / sizeof(wire_role_of[0]);
 
-	*roles = v ? 0 : 1u; /* wire_role_names[0] */
+	*roles = v ? 0 : 1u; /* wire_role_of[0], the scheduler */
 	for (const char *p = v; p && *p;) {
 		size_t n = strcspn(p, ",");
 		bool known = token_is(p, n, "0") || token_is(p, n, "none");
@@ -272,7 +274,7 @@ static int wire_roles_parse(const char *name, unsigned *roles)
 			known = true;
 		}
 		for (size_t i = 0; i < n_names && !known; i++) {
-			if (token_is(p, n, wire_role_names[i])) {
+			if (token_is(p, n, process_role__name(wire_role_of[i]))) {
 				*roles |= 1u << i;
 				known = true;
 			}
@@ -292,8 +294,8 @@ static int wire_roles_parse(const char *name, unsigned *roles)
 
 bool session__wire_role(const struct session *s, const char *role)
 {
-	for (size_t i = 0; i < sizeof(wire_role_names) / sizeof(wire_role_names[0]); i++)
-		if (!strcmp(role, wire_role_names[i]))
+	for (size_t i = 0; i < sizeof(wire_role_of) / sizeof(wire_role_of[0]); i++)
+		if (!strcmp(role, process_role__name(wire_role_of[i])))
 			return s->wire_roles & (1u << i);
 	return false;
 }
