@@ -1022,6 +1022,12 @@ static bool heap_search_end(struct targets *ts, struct target *t, bool wait)
 		t->heap_found++;
 		n++;
 	}
+	if (verbose && h->err == -ECANCELED)
+		fprintf(stderr,
+			"bindtrace: %s pid %d: the search of its memory for %d connections silent "
+			"since attaching stopped unfinished (%.1f MB of heap read in %.1f ms)\n",
+			process_role__name(t->role), t->proc.pid, h->n, (double)h->st.bytes_read / 1e6,
+			(double)h->st.wall_ns / 1e6);
 	if (verbose && h->err >= 0)
 		fprintf(stderr,
 			"bindtrace: %s pid %d: %d of %d connections silent since attaching found "

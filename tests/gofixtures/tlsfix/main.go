@@ -10,6 +10,7 @@
 //	tlsfix server [-listen 127.0.0.1:0] [-addr-file F] [-exit-after N]
 //	tlsfix client -addr HOST:PORT [-proto h2|h1] [-sizes 1,100,...] [-seed N] [-count N]
 //	              [-wait-file F | -wait-signal] [-wait-after handshake|request] [-ready-file F]
+//	              [-heap-mb N]
 //	tlsfix selftest [-proto h2|h1] [-sizes ...]
 //	tlsfix bench [-n N] [-size S]
 //	tlsfix keylog -out DIR [-sizes ...] [-seed N]   (keylog.go)
@@ -260,6 +261,21 @@ type clientOpts struct {
 	waitSig   bool
 	waitAfter string
 	readyFile string
+	heapMB    int
+}
+
+// ballast keeps -heap-mb's memory live (and resident: every page written) while the client runs,
+// so that a tracer searching its heap has that much to read.
+var ballast [][]byte
+
+func fillHeap(mb int) {
+	for i := 0; i < mb; i++ {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = byte(i + j>>12 | 1)
+		}
+		ballast = append(ballast, b)
+	}
 }
 
 // waitForGo blocks until the wait file exists or SIGUSR1 arrives, whichever was asked for.
@@ -335,6 +351,7 @@ func runClient(o *clientOpts) error {
 	base := "https://" + o.addr
 
 	ready := func() error {
+		fillHeap(o.heapMB)
 		fmt.Printf("client ready pid=%d\n", os.Getpid())
 		if o.readyFile != "" {
 			if err := os.WriteFile(o.readyFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -416,6 +433,7 @@ func clientFlags(fs *flag.FlagSet, o *clientOpts) *string {
 	fs.StringVar(&o.waitAfter, "wait-after", "handshake",
 		"where to wait: after the TLS handshake, or after a first GET /hello request")
 	fs.StringVar(&o.readyFile, "ready-file", "", "write the pid here once connected")
+	fs.IntVar(&o.heapMB, "heap-mb", 0, "before saying ready, hold this many MiB of live, resident heap")
 	return sizes
 }
 
