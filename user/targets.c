@@ -1306,6 +1306,13 @@ int targets__attach_watcher(struct targets *ts, pid_t pid)
 	return err;
 }
 
+/* Searches of memory still running: stopped (each within a MiB's read) and joined. */
+void targets__stop_searches(struct targets *ts)
+{
+	for (int i = 0; i < ts->n; i++)
+		heap_search_cancel(ts, &ts->t[i]);
+}
+
 /* Every target's probes closed at once (see links__close_all): one at a time, exiting took
  * seconds. */
 void targets__close(struct targets *ts)
@@ -1316,8 +1323,7 @@ void targets__close(struct targets *ts)
 	int i;
 
 	link_reaper__finish(&ts->reaper);
-	for (i = 0; i < ts->n; i++)
-		heap_search_cancel(ts, &ts->t[i]);
+	targets__stop_searches(ts);
 	for (i = 0; i < ts->n; i++) {
 		struct target *t = &ts->t[i];
 		struct bpf_link **links = target__take_links(t, &n, fds + n_fds, &k);

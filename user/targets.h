@@ -176,6 +176,9 @@ void targets__print_wire(const struct targets *ts, FILE *out);
 /* Whether a traced role's process exited and is not replaced yet (or has exited, as its pidfd
  * says, before the check noticed). */
 bool targets__awaiting(const struct targets *ts);
+/* Searches of the targets' memory still running (goheap.h) stopped unfinished: the tracer is
+ * leaving, so that its totals count them. targets__close does it too. */
+void targets__stop_searches(struct targets *ts);
 /* At exit: everything detached and closed, with the session's tracepoints (session__close_links:
  * the kernel's grace periods are a child process's wait, not the caller's); waits for the
  * reaper. */

@@ -477,6 +477,7 @@ static int run(struct tracer *tr)
 	err = session__run(tr->session, &h, deadline);
 	if (err)
 		return err;
+	targets__stop_searches(&tr->targets);
 	step_begin(&t);
 	dispatch__run_queued(tr->dispatch);
 	correlator__tick(tr->corr, util__monotonic_ns(), true);
