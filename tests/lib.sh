@@ -19,6 +19,17 @@ skip() { echo "skip: $*"; exit 77; }
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root (BPF)"; }
 # no_sanitizer_report FILE: the tracer's stderr holds no ASan, LSan or UBSan report.
 no_sanitizer_report() { ! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error:" "$1"; }
+# wait_for FILE PATTERN [PID] [SECONDS]: until FILE has a line matching PATTERN (grep -E):
+# 0; 1 when PID (if given) has exited first, or after SECONDS (default 30).
+wait_for() {
+	local i
+	for ((i = 0; i < ${4:-30} * 5; i++)); do
+		grep -q -E "$2" "$1" 2>/dev/null && return 0
+		[ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
+		sleep 0.2
+	done
+	return 1
+}
 finish() {
 	echo "$checks_passed passed, $checks_failed failed"
 	[ "$checks_failed" -eq 0 ]
