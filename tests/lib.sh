@@ -23,10 +23,10 @@ no_sanitizer_report() { ! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error
 # 0; 1 when PID (if given) has exited first, or after SECONDS (default 30).
 wait_for() {
 	local i
-	for ((i = 0; i < ${4:-30} * 5; i++)); do
-		grep -q -E "$2" "$1" 2>/dev/null && return 0
+	for ((i = 0; i < ${4:-30} * 20; i++)); do
+		grep -q -E -- "$2" "$1" 2>/dev/null && return 0
 		[ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
-		sleep 0.2
+		sleep 0.05
 	done
 	return 1
 }
