@@ -181,12 +181,13 @@ def machine_busy_seconds():
 
 
 class Snapshot:
-    """CPU of the roles that matter at one moment, and of the whole machine."""
+    """CPU of the roles that matter at one moment, and of the whole machine; `fine`: the roles
+    also read in ns (cpu_seconds_fine), in self.fine."""
 
-    def __init__(self, roles):
+    def __init__(self, roles, fine=()):
         self.t = time.monotonic()
         self.cpu = {name: sum(cpu_seconds(p) for p in pids) for name, pids in roles.items()}
-        self.fine = {name: sum(cpu_seconds_fine(p) for p in pids) for name, pids in roles.items()}
+        self.fine = {name: sum(cpu_seconds_fine(p) for p in roles[name]) for name in fine}
         self.busy = machine_busy_seconds()
 
 
