@@ -330,6 +330,41 @@ def percentile(values, q):
     return v[k]
 
 
+def missing_tally(path, top=5):
+    """What the incomplete timelines of a tracer's --json output lack: (timelines with a stage
+    missing, [(count, stage, reason)] for the most common stage and reason)."""
+    import json
+    from collections import Counter
+    incomplete, why = 0, Counter()
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                t = json.loads(line)
+            except ValueError:
+                continue
+            if not t.get("missing_stages"):
+                continue
+            incomplete += 1
+            for stage, st in (t.get("stages") or {}).items():
+                if isinstance(st, dict) and "missing" in st:
+                    why[(stage, st["missing"])] += 1
+    return incomplete, [(c, s, r) for (s, r), c in why.most_common(top)]
+
+
+def keep_files(paths, label):
+    """Copies paths to build/bench-kept/LABEL-TIME/ (outside the bench's work directory, which
+    is removed at its end); returns that directory."""
+    import shutil
+    d = os.path.join(TOP, "build/bench-kept", time.strftime(f"{label}-%Y%m%d-%H%M%S"))
+    os.makedirs(d, exist_ok=True)
+    for p in paths:
+        if os.path.exists(p):
+            shutil.copy(p, d)
+    return d
+
+
 def cluster(bed, *args, check=True, timeout=None):
     """tests/controlplane/cluster ARGS on the bed's environment; its output goes to ours."""
     r = subprocess.run([os.path.join(TOP, "tests/controlplane/cluster"), *args], env=bed,
