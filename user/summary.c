@@ -4,7 +4,9 @@
  * Vitter's algorithm R) with the count and the maximum still exact. */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "bind_metrics.h"
 #include "summary.h"
 
 struct series {
@@ -14,8 +16,23 @@ struct series {
 	int64_t max;
 };
 
+/* Why binds lacked a stage: by the reason's label (bind_metrics__reason_label, a fixed set of
+ * static strings, the metric's), the first reason seen in full as the example. */
+#define SUMMARY_WHY 4
+
+struct missing_stage {
+	uint64_t n;
+	struct {
+		const char *label;
+		uint64_t n;
+	} why[SUMMARY_WHY];
+	uint64_t other; /* beyond SUMMARY_WHY labels */
+	char example[BIND_REASON_MAX];
+};
+
 struct summary {
 	struct series legs[LEG_MAX];
+	struct missing_stage missing[STAGE_MAX];
 	uint64_t rng; /* xorshift64: the sample is the same from run to run */
 	uint64_t binds, complete, unschedulable, conflicts, other;
 	uint64_t hist[64]; /* total latency, log2 of microseconds */
@@ -77,6 +94,54 @@ static void series_add(struct summary *sum, struct series *s, int64_t v)
 	s->v[s->n++] = v;
 }
 
+static void add_missing(struct summary *s, const struct bind_timeline *t)
+{
+	int st, i;
+
+	for (st = 0; st < STAGE_MAX; st++) {
+		struct missing_stage *m = &s->missing[st];
+		const char *label;
+
+		if (t->stages[st].seen || !stage__counts_missing(t, (enum stage_id)st))
+			continue;
+		label = bind_metrics__reason_label(t->stages[st].missing);
+		if (!m->n++)
+			snprintf(m->example, sizeof(m->example), "%s", t->stages[st].missing);
+		for (i = 0; i < SUMMARY_WHY && m->why[i].label && m->why[i].label != label; i++)
+			;
+		if (i == SUMMARY_WHY) {
+			m->other++;
+			continue;
+		}
+		m->why[i].label = label;
+		m->why[i].n++;
+	}
+}
+
+/* Which stages the incomplete binds lacked, how many, and why. */
+static void print_missing(FILE *out, const struct summary *s)
+{
+	int st, i;
+	bool any = false;
+
+	for (st = 0; st < STAGE_MAX; st++) {
+		const struct missing_stage *m = &s->missing[st];
+
+		if (!m->n)
+			continue;
+		if (!any)
+			fprintf(out, "%-24s %7s  %s\n", "MISSING STAGE", "BINDS",
+				"WHY (binds by reason; the first reason seen, in full)");
+		any = true;
+		fprintf(out, "%-24s %7" PRIu64 " ", stage__name((enum stage_id)st), m->n);
+		for (i = 0; i < SUMMARY_WHY && m->why[i].label; i++)
+			fprintf(out, "%s%s %" PRIu64, i ? ", " : " ", m->why[i].label, m->why[i].n);
+		if (m->other)
+			fprintf(out, ", other %" PRIu64, m->other);
+		fprintf(out, ": \"%s\"\n", m->example);
+	}
+}
+
 void summary__add(struct summary *s, const struct bind_view *view)
 {
 	const struct bind_timeline *t = view->t;
@@ -98,6 +163,8 @@ void summary__add(struct summary *s, const struct bind_view *view)
 		s->other++;
 	if (!t->missing)
 		s->complete++;
+	else
+		add_missing(s, t);
 	for (l = 0; l < LEG_MAX; l++) {
 		if (l == LEG_WATCH_FANOUT || l == LEG_WATCH_DELIVERY) {
 			for (w = 0; w < t->n_watchers; w++)
@@ -143,6 +210,7 @@ void summary__print(FILE *out, const struct summary *s)
 		"summary: %" PRIu64 " binds, %" PRIu64 " complete, %" PRIu64
 		" unschedulable, %" PRIu64 " conflicts, %" PRIu64 " other results\n",
 		s->binds, s->complete, s->unschedulable, s->conflicts, s->other);
+	print_missing(out, s);
 	fprintf(out, "%-24s %7s %10s %10s %10s %10s  (ms)\n", "LEG", "COUNT", "P50", "P90", "P99",
 		"MAX");
 	for (l = 0; l < LEG_MAX; l++) {
