@@ -33,6 +33,10 @@ struct missing_stage {
 struct summary {
 	struct series legs[LEG_MAX];
 	struct missing_stage missing[STAGE_MAX];
+	/* Binds missing part of their etcd entry's raft path (bind_timeline.raft, counted in
+	 * t->missing beyond the stages), with the first such reason. */
+	uint64_t raft_missing;
+	char raft_example[BIND_REASON_MAX];
 	uint64_t rng; /* xorshift64: the sample is the same from run to run */
 	uint64_t binds, complete, unschedulable, conflicts, other;
 	uint64_t hist[64]; /* total latency, log2 of microseconds */
@@ -94,9 +98,25 @@ static void series_add(struct summary *sum, struct series *s, int64_t v)
 	s->v[s->n++] = v;
 }
 
+static void add_raft_missing(struct summary *s, const struct bind_timeline *t)
+{
+	const struct bind_raft *r = &t->raft;
+	const struct stage *parts[] = { &r->proposed,  &r->appended,	&r->committed,	&r->applied,
+					&r->local_had, &r->local_acked, &r->local_fsync };
+	size_t i;
+
+	if (s->raft_missing++)
+		return;
+	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (!parts[i]->seen && parts[i]->missing[0]) {
+			snprintf(s->raft_example, sizeof(s->raft_example), "%s", parts[i]->missing);
+			return;
+		}
+}
+
 static void add_missing(struct summary *s, const struct bind_timeline *t)
 {
-	int st, i;
+	int st, i, counted = 0;
 
 	for (st = 0; st < STAGE_MAX; st++) {
 		struct missing_stage *m = &s->missing[st];
@@ -104,6 +124,7 @@ static void add_missing(struct summary *s, const struct bind_timeline *t)
 
 		if (t->stages[st].seen || !stage__counts_missing(t, (enum stage_id)st))
 			continue;
+		counted++;
 		label = bind_metrics__reason_label(t->stages[st].missing);
 		if (!m->n++)
 			snprintf(m->example, sizeof(m->example), "%s", t->stages[st].missing);
@@ -116,23 +137,27 @@ static void add_missing(struct summary *s, const struct bind_timeline *t)
 		m->why[i].label = label;
 		m->why[i].n++;
 	}
+	if (t->missing > counted)
+		add_raft_missing(s, t);
 }
 
 /* Which stages the incomplete binds lacked, how many, and why. */
 static void print_missing(FILE *out, const struct summary *s)
 {
+	bool any = s->raft_missing != 0;
 	int st, i;
-	bool any = false;
 
+	for (st = 0; st < STAGE_MAX; st++)
+		any |= s->missing[st].n != 0;
+	if (!any)
+		return;
+	fprintf(out, "%-24s %7s  %s\n", "MISSING STAGE", "BINDS",
+		"WHY (binds by reason; the first reason seen, in full)");
 	for (st = 0; st < STAGE_MAX; st++) {
 		const struct missing_stage *m = &s->missing[st];
 
 		if (!m->n)
 			continue;
-		if (!any)
-			fprintf(out, "%-24s %7s  %s\n", "MISSING STAGE", "BINDS",
-				"WHY (binds by reason; the first reason seen, in full)");
-		any = true;
 		fprintf(out, "%-24s %7" PRIu64 " ", stage__name((enum stage_id)st), m->n);
 		for (i = 0; i < SUMMARY_WHY && m->why[i].label; i++)
 			fprintf(out, "%s%s %" PRIu64, i ? ", " : " ", m->why[i].label, m->why[i].n);
@@ -140,6 +165,11 @@ static void print_missing(FILE *out, const struct summary *s)
 			fprintf(out, ", other %" PRIu64, m->other);
 		fprintf(out, ": \"%s\"\n", m->example);
 	}
+	if (s->raft_missing)
+		fprintf(out,
+			"%-24s %7" PRIu64 "  part of the etcd entry's raft path (--json \"raft\"): "
+			"\"%s\"\n",
+			"raft", s->raft_missing, s->raft_example);
 }
 
 void summary__add(struct summary *s, const struct bind_view *view)

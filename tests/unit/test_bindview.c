@@ -11,6 +11,7 @@
 #include "bindview.h"
 #include "check.h"
 #include "report.h"
+#include "summary.h"
 #include "timeline.h"
 
 #define B 7000000000000ull /* bind_request, ns */
@@ -391,6 +392,71 @@ out:
 	free(t);
 }
 
+static void missing(struct bind_timeline *t, enum stage_id s, const char *why)
+{
+	t->stages[s].seen = false;
+	snprintf(t->stages[s].missing, sizeof(t->stages[s].missing), "%s", why);
+	t->missing++;
+}
+
+/* The summary lists what incomplete binds lacked: per stage the binds, counted by reason label,
+ * the first reason in full; the raft path's part apart; nothing at all when every bind is
+ * complete. */
+static void check_summary_missing(void)
+{
+	struct bind_timeline *t = malloc(sizeof(*t));
+	struct summary *sum = summary__new();
+	struct bind_view v;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out;
+	int i;
+
+	full_bind(t);
+	bind_view__init(&v, t, 0);
+	summary__add(sum, &v); /* complete */
+	out = open_memstream(&text, &len);
+	summary__print(out, sum);
+	fclose(out);
+	CHECK(strstr(text, "1 binds, 1 complete") && !strstr(text, "MISSING STAGE"),
+	      "complete binds: no missing block:\n%s", text);
+	free(text);
+
+	for (i = 0; i < 3; i++) {
+		full_bind(t);
+		missing(t, STAGE_SCHEDULER_INFORMED,
+			i ? "bytes lost on a connection of this bind (capture gap)"
+			  : "not observed");
+		if (i == 2) {
+			missing(t, STAGE_ETCD_WAL_FSYNC,
+				"ring buffer drops while this bind was in flight");
+			t->raft.expected = true;
+			snprintf(t->raft.appended.missing, sizeof(t->raft.appended.missing),
+				 "no MsgApp of the entry seen");
+			t->missing++; /* as raft_missing counts it */
+		}
+		bind_view__init(&v, t, 0);
+		summary__add(sum, &v);
+	}
+	out = open_memstream(&text, &len);
+	summary__print(out, sum);
+	fclose(out);
+	CHECK(strstr(text, "4 binds, 1 complete") != NULL, "counts:\n%s", text);
+	CHECK(strstr(text, "\nscheduler_informed             3  not_observed 1, capture_gap 2: "
+			   "\"not observed\"\n") != NULL,
+	      "the stage, its binds by reason, the first reason:\n%s", text);
+	CHECK(strstr(text, "\netcd_wal_fsync                 1  ringbuf_drops 1: \"ring buffer "
+			   "drops while this bind was in flight\"\n") != NULL,
+	      "a second stage:\n%s", text);
+	CHECK(strstr(text, "\nraft                           1  part of the etcd entry's raft path "
+			   "(--json \"raft\"): \"no MsgApp of the entry seen\"\n") != NULL,
+	      "the raft path's part:\n%s", text);
+	CHECK(strstr(text, "MISSING STAGE") < strstr(text, "LEG "), "before the legs:\n%s", text);
+	free(text);
+	summary__free(sum);
+	free(t);
+}
+
 int main(void)
 {
 	check_legs();
@@ -400,5 +466,6 @@ int main(void)
 	check_names();
 	check_wall_time();
 	check_json_strings();
+	check_summary_missing();
 	return check_summary("bindview");
 }
