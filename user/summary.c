@@ -104,12 +104,19 @@ static void add_raft_missing(struct summary *s, const struct bind_timeline *t)
 	const struct stage *parts[] = { &r->proposed,  &r->appended,	&r->committed,	&r->applied,
 					&r->local_had, &r->local_acked, &r->local_fsync };
 	size_t i;
+	int k;
 
 	if (s->raft_missing++)
 		return;
 	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		if (!parts[i]->seen && parts[i]->missing[0]) {
 			snprintf(s->raft_example, sizeof(s->raft_example), "%s", parts[i]->missing);
+			return;
+		}
+	for (k = 0; k < r->n_members; k++)
+		if (r->members[k].pid && !r->members[k].appended.seen) {
+			snprintf(s->raft_example, sizeof(s->raft_example), "a member's append: %s",
+				 r->members[k].appended.missing);
 			return;
 		}
 }

@@ -347,7 +347,11 @@ def missing_tally(path, top=5):
             if not t.get("missing_stages"):
                 continue
             incomplete += 1
-            for stage, st in (t.get("stages") or {}).items():
+            raft = t.get("raft") or {}
+            parts = list((t.get("stages") or {}).items()) + list(raft.items()) + [
+                ("member " + str(m.get("id") or "?") + " raft_appended", m.get("raft_appended"))
+                for m in raft.get("members") or [] if isinstance(m, dict)]
+            for stage, st in parts:
                 if isinstance(st, dict) and "missing" in st:
                     why[(stage, st["missing"])] += 1
     return incomplete, [(c, s, r) for (s, r), c in why.most_common(top)]
