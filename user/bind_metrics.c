@@ -224,34 +224,6 @@ char *bind_metrics__render(void *bm, size_t *len)
 	return metrics__render(((struct bind_metrics *)bm)->registry, len);
 }
 
-const char *bind_metrics__reason_label(const char *reason)
-{
-	static const struct {
-		const char *text; /* a prefix or suffix of correlate.c's reasons */
-		bool suffix;
-		const char *label;
-	} reasons[] = {
-		{ " is not traced", true, "not_traced" },
-		{ "not on this node", false, "not_on_node" },
-		{ "ring buffer drops", false, "ringbuf_drops" },
-		{ "bytes lost on a connection", false, "capture_gap" },
-		{ "the bind began before bindtrace attached", false, "started_before_attach" },
-		{ "no Binding", false, "unschedulable" },
-		{ "no etcd write", false, "no_etcd_write" },
-		{ "not observed", false, "not_observed" },
-	};
-	size_t i, n = strlen(reason);
-
-	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
-		size_t k = strlen(reasons[i].text);
-
-		if (reasons[i].suffix ? n >= k && !strcmp(reason + n - k, reasons[i].text)
-				      : !strncmp(reason, reasons[i].text, k))
-			return reasons[i].label;
-	}
-	return "other";
-}
-
 static void observe_seconds(struct metric_family *f, const char *leg, int64_t ns)
 {
 	const char *labels[] = { leg };
@@ -286,7 +258,7 @@ void bind_metrics__bind(struct bind_metrics *bm, const struct bind_view *view)
 			continue;
 		metric__add(bm->missing,
 			    (const char *[]){ stage__name((enum stage_id)s),
-					      bind_metrics__reason_label(st->missing) },
+					      stage__reason_label(st->missing) },
 			    1);
 	}
 	metric__set(bm->refused, NULL, (double)metrics__refused(bm->registry));

@@ -78,8 +78,4 @@ void bind_metrics__gap(struct bind_metrics *bm, enum process_role role, uint64_t
 void bind_metrics__otlp(struct bind_metrics *bm, uint64_t exported, uint64_t queue_full,
 			uint64_t failed, uint64_t rejected, uint64_t queued_bytes);
 
-/* The short label of a missing stage's reason text ("not_traced", "ringbuf_drops",
- * "capture_gap", "started_before_attach", "unschedulable", "not_observed", or "other"). */
-const char *bind_metrics__reason_label(const char *reason);
-
 #endif

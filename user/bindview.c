@@ -406,6 +406,34 @@ const char *stage__missing_reason(const struct stage *st)
 	return st->missing[0] ? st->missing : "not observed";
 }
 
+const char *stage__reason_label(const char *reason)
+{
+	static const struct {
+		const char *text; /* a prefix or suffix of correlate.c's reasons */
+		bool suffix;
+		const char *label;
+	} reasons[] = {
+		{ " is not traced", true, "not_traced" },
+		{ "not on this node", false, "not_on_node" },
+		{ "ring buffer drops", false, "ringbuf_drops" },
+		{ "bytes lost on a connection", false, "capture_gap" },
+		{ "the bind began before bindtrace attached", false, "started_before_attach" },
+		{ "no Binding", false, "unschedulable" },
+		{ "no etcd write", false, "no_etcd_write" },
+		{ "not observed", false, "not_observed" },
+	};
+	size_t i, n = strlen(reason);
+
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+		size_t k = strlen(reasons[i].text);
+
+		if (reasons[i].suffix ? n >= k && !strcmp(reason + n - k, reasons[i].text)
+				      : !strncmp(reason, reasons[i].text, k))
+			return reasons[i].label;
+	}
+	return "other";
+}
+
 const char *actor__name(const struct actor *a)
 {
 	if (a->role == ROLE_SCHEDULER || a->role == ROLE_APISERVER || a->role == ROLE_ETCD)

@@ -140,6 +140,10 @@ bool bind_view__has_stage(const struct bind_view *v, enum stage_id s);
 
 /* Why a stage was not observed, as the correlator said ("not observed" when it did not). */
 const char *stage__missing_reason(const struct stage *st);
+/* The short label of a missing stage's reason text ("not_traced", "not_on_node", "ringbuf_drops",
+ * "capture_gap", "started_before_attach", "unschedulable", "no_etcd_write", "not_observed", or
+ * "other"): a fixed set of static strings, the metric's label and the summary's. */
+const char *stage__reason_label(const char *reason);
 /* A process as the outputs name it: "kube-apiserver" for the three traced roles, else its
  * comm, else "?". */
 const char *actor__name(const struct actor *a);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bind_metrics.h"
 #include "summary.h"
 
 struct series {
@@ -16,7 +15,7 @@ struct series {
 	int64_t max;
 };
 
-/* Why binds lacked a stage: by the reason's label (bind_metrics__reason_label, a fixed set of
+/* Why binds lacked a stage: by the reason's label (stage__reason_label, a fixed set of
  * static strings, the metric's), the first reason seen in full as the example. */
 #define SUMMARY_WHY 4
 
@@ -132,7 +131,7 @@ static void add_missing(struct summary *s, const struct bind_timeline *t)
 		if (t->stages[st].seen || !stage__counts_missing(t, (enum stage_id)st))
 			continue;
 		counted++;
-		label = bind_metrics__reason_label(t->stages[st].missing);
+		label = stage__reason_label(t->stages[st].missing);
 		if (!m->n++)
 			snprintf(m->example, sizeof(m->example), "%s", t->stages[st].missing);
 		for (i = 0; i < SUMMARY_WHY && m->why[i].label && m->why[i].label != label; i++)

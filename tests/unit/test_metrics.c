@@ -200,14 +200,14 @@ static void test_bind_metrics(const char *dir)
 	CHECK(contains(text, "bindtrace_capture_gap_bytes_total{role=\"etcd\"} 300\n"), "%s", text);
 	CHECK(contains(text, "bindtrace_build_info{version=\""), "%s", text);
 
-	CHECK_STR(bind_metrics__reason_label("etcd is not traced"), "not_traced");
-	CHECK_STR(bind_metrics__reason_label("ring buffer drops while this bind was in flight"),
+	CHECK_STR(stage__reason_label("etcd is not traced"), "not_traced");
+	CHECK_STR(stage__reason_label("ring buffer drops while this bind was in flight"),
 		  "ringbuf_drops");
-	CHECK_STR(bind_metrics__reason_label("the bind began before bindtrace attached"),
+	CHECK_STR(stage__reason_label("the bind began before bindtrace attached"),
 		  "started_before_attach");
-	CHECK_STR(bind_metrics__reason_label("something new"), "other");
-	CHECK_STR(bind_metrics__reason_label("not on this node (cp-3): no kube-scheduler traced "
-					     "here, seen only by a tracer on its node"),
+	CHECK_STR(stage__reason_label("something new"), "other");
+	CHECK_STR(stage__reason_label("not on this node (cp-3): no kube-scheduler traced "
+				      "here, seen only by a tracer on its node"),
 		  "not_on_node");
 
 	/* A restart: the apiserver is now pid 4244; the old pid's info goes. With --node, the
