@@ -4,7 +4,6 @@
  * Vitter's algorithm R) with the count and the maximum still exact. */
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "summary.h"
 

@@ -6,13 +6,16 @@ runs every executable file here).
 """
 import ctypes
 import glob
+import json
 import mmap
 import os
 import re
+import shutil
 import statistics
 import struct
 import subprocess
 import time
+from collections import Counter
 from importlib.machinery import SourceFileLoader
 from importlib.util import module_from_spec, spec_from_loader
 
@@ -333,8 +336,6 @@ def percentile(values, q):
 def missing_tally(path, top=5):
     """What the incomplete timelines of a tracer's --json output lack: (timelines with a stage
     missing, [(count, stage, reason)] for the most common stage and reason)."""
-    import json
-    from collections import Counter
     incomplete, why = 0, Counter()
     with open(path) as f:
         for line in f:
@@ -360,7 +361,6 @@ def missing_tally(path, top=5):
 def keep_files(paths, label):
     """Copies paths to build/bench-kept/LABEL-TIME/ (outside the bench's work directory, which
     is removed at its end); returns that directory."""
-    import shutil
     d = os.path.join(TOP, "build/bench-kept", time.strftime(f"{label}-%Y%m%d-%H%M%S"))
     os.makedirs(d, exist_ok=True)
     for p in paths:
