@@ -15,7 +15,6 @@ import statistics
 import struct
 import subprocess
 import time
-from collections import Counter
 from importlib.machinery import SourceFileLoader
 from importlib.util import module_from_spec, spec_from_loader
 
@@ -333,29 +332,18 @@ def percentile(values, q):
     return v[k]
 
 
-def missing_tally(path, top=5):
-    """What the incomplete timelines of a tracer's --json output lack: (timelines with a stage
-    missing, [(count, stage, reason)] for the most common stage and reason)."""
-    incomplete, why = 0, Counter()
-    with open(path) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                t = json.loads(line)
-            except ValueError:
-                continue
-            if not t.get("missing_stages"):
-                continue
-            incomplete += 1
-            raft = t.get("raft") or {}
-            parts = list((t.get("stages") or {}).items()) + list(raft.items()) + [
-                ("member " + str(m.get("id") or "?") + " raft_appended", m.get("raft_appended"))
-                for m in raft.get("members") or [] if isinstance(m, dict)]
-            for stage, st in parts:
-                if isinstance(st, dict) and "missing" in st:
-                    why[(stage, st["missing"])] += 1
-    return incomplete, [(c, s, r) for (s, r), c in why.most_common(top)]
+def summary_missing(err_lines):
+    """The tracer's own account of its incomplete binds: the rows of its exit summary's MISSING
+    STAGE block (per stage, the binds by reason and the first reason), [] when there is none."""
+    rows, inside = [], False
+    for line in err_lines:
+        if line.startswith("MISSING STAGE"):
+            inside = True
+        elif inside and (line.startswith("LEG ") or not line.strip()):
+            break
+        elif inside:
+            rows.append(line.rstrip())
+    return rows
 
 
 def keep_files(paths, label):
