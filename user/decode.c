@@ -779,6 +779,16 @@ static bool grpc_frame_start(const uint8_t *b, size_t n, uint32_t frame_len)
 	return grpc__looks_like_message(b, n);
 }
 
+/* Mid-way, a frame may begin inside a message (flow control and the frame size cut a streamed
+ * body anywhere), and such bytes can pass for a gRPC prefix: a guess whose message ran past its
+ * frame swallowed up to GRPC_MESSAGE_MAX of the stream (a Kubernetes watch's next few thousand
+ * events). So a message is only guessed at where it ends within its frame, as a watch's messages
+ * do; a longer one met mid-way is skipped until the next that fits. */
+static bool grpc_fits_frame(const uint8_t *b, size_t n, uint32_t frame_len)
+{
+	return n >= 5 && frame_len && 5 + (uint64_t)be32(b + 1) <= frame_len;
+}
+
 /* A stream seen without its headers: guess what flows from the first bytes of a frame. */
 static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf, size_t len,
 		  uint32_t frame_len)
@@ -802,7 +812,7 @@ static void sniff(struct conn_decoder *c, struct stream *s, int dir, const uint8
 		return;
 	} else if (c->proto == CONN_PROTO_H2 &&
 		   (len >= 16 || (len >= 5 && len >= 5 + ((size_t)buf[3] << 8 | buf[4]))) &&
-		   grpc_frame_start(buf, len, frame_len)) {
+		   grpc_fits_frame(buf, len, frame_len) && grpc_frame_start(buf, len, frame_len)) {
 		/* Long-lived: a watch, most likely. Its etcd method comes from its messages. */
 		s->grpc = true;
 		s->grpc_streaming = true;

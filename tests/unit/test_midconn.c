@@ -622,6 +622,67 @@ static void test_k8s_unknown_path(void)
 	}
 }
 
+/* A watch met mid-way while it streams: a burst's events fill whole DATA frames (flow control and
+ * the 16 KiB frame size cut them anywhere), so the first frame seen can begin inside an event.
+ * Bytes that happen to read as a gRPC prefix (here the compressed flag and a length just under
+ * GRPC_MESSAGE_MAX) must not be taken for a message that runs far past its frame: that swallowed
+ * the next 4 MiB of the stream, every event of a 1000-pod burst on the scheduler's pod watch. A
+ * guess made mid-way is only taken when its message ends within the frame. */
+static void test_watch_midway_cut_event(void)
+{
+	static struct wire w[2];
+	static struct pbw pod, raw, ev;
+	static uint8_t tail[4200];
+
+	memset(w, 0, sizeof(w));
+	/* Stream 75 began before capture: no HEADERS. Its first frame is the tail of an event. */
+	memset(tail, 0x2a, sizeof(tail));
+	tail[0] = 0x01;
+	tail[1] = 0x00;
+	tail[2] = 0x3f;
+	tail[3] = 0xff;
+	tail[4] = 0xff;
+	tail[5] = 0x0a;
+	frame(&w[CONN_DIR_OUT], H2_DATA, 0, 75, tail, sizeof(tail));
+	for (int i = 0; i < 2; i++) {
+		uint8_t wf[2048];
+		pod.n = raw.n = ev.n = 0;
+		pod_value(&pod, i ? "node-c" : "");
+		pbw_bytes(&raw, 1, pod.b, pod.n);
+		pbw_str(&ev, 1, i ? "MODIFIED" : "ADDED");
+		pbw_msg(&ev, 2, &raw);
+		wf[0] = 0;
+		wf[1] = 0;
+		wf[2] = (uint8_t)(ev.n >> 8);
+		wf[3] = (uint8_t)ev.n;
+		memcpy(wf + 4, ev.b, ev.n);
+		frame(&w[CONN_DIR_OUT], H2_DATA, 0, 75, wf, ev.n + 4);
+	}
+	const struct step steps[] = { { CONN_DIR_OUT, 0, w[CONN_DIR_OUT].n } };
+
+	for (size_t p = 0; p < NPIECES; p++) {
+		for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
+			struct seen s;
+			seen_init(&s);
+			struct conn_decoder *d = conn_decoder__new(collect, &s);
+			play(d, w, steps, 1, pieces[p], CONN_DIR_IN, (enum client_mode)mode);
+			int events = 0;
+			for (int i = 0; i < s.n; i++) {
+				const struct decoded_msg *m = &s.m[i];
+				if (m->kind != DECODED_WATCH_EVENT || m->stream_id != 75)
+					continue;
+				CHECK_STR(m->body.watch.type, events ? "MODIFIED" : "ADDED");
+				CHECK_STR(m->body.watch.object.pod.node_name, events ? "node-c" : "");
+				events++;
+			}
+			CHECK(events == 2, "mode %d piece %zu: %d watch events after a cut one", mode,
+			      pieces[p], events);
+			conn_decoder__free(d);
+			free(s.m);
+		}
+	}
+}
+
 /* How a direction begins: at offset 0 of what was captured, but the connection's start only with
  * a preface (or the server's SETTINGS); else mid-way, at a frame boundary, with a tolerant HPACK. */
 static void test_begin(void)
@@ -1040,6 +1101,7 @@ int main(void)
 	test_grpc_unary();
 	test_grpc_streaming();
 	test_k8s_unknown_path();
+	test_watch_midway_cut_event();
 	test_begin();
 	test_capture();
 	test_midstream_fixture();
