@@ -502,6 +502,27 @@ static void test_grpc_streaming(void)
 
 /* Item: Kubernetes with an unknown :path: the literal :path of a binding is read; a POST whose
  * :path is a dynamic entry keeps its decoded body. Both from the client the caller named. */
+/* A pod's ADDED (node "") and MODIFIED (node) protobuf watch events, a DATA frame each. */
+static void watch_events(struct wire *w, uint32_t sid, const char *node)
+{
+	static struct pbw pod, raw, ev;
+
+	for (int i = 0; i < 2; i++) {
+		uint8_t wf[2048];
+		pod.n = raw.n = ev.n = 0;
+		pod_value(&pod, i ? node : "");
+		pbw_bytes(&raw, 1, pod.b, pod.n);
+		pbw_str(&ev, 1, i ? "MODIFIED" : "ADDED");
+		pbw_msg(&ev, 2, &raw);
+		wf[0] = 0;
+		wf[1] = 0;
+		wf[2] = (uint8_t)(ev.n >> 8);
+		wf[3] = (uint8_t)ev.n;
+		memcpy(wf + 4, ev.b, ev.n);
+		frame(w, H2_DATA, 0, sid, wf, ev.n + 4);
+	}
+}
+
 static void test_k8s_unknown_path(void)
 {
 	static struct wire w[2];
@@ -547,21 +568,7 @@ static void test_k8s_unknown_path(void)
 	static const uint8_t status_head[] = { 0x88, 0xc4, 0xc3 };
 	frame(&w[CONN_DIR_OUT], H2_HEADERS, H2_FLAG_END_HEADERS, 73, status_head,
 	      sizeof(status_head));
-	static struct pbw pod, raw, ev;
-	for (int i = 0; i < 2; i++) {
-		uint8_t wf[2048];
-		pod.n = raw.n = ev.n = 0;
-		pod_value(&pod, i ? "node-b" : "");
-		pbw_bytes(&raw, 1, pod.b, pod.n);
-		pbw_str(&ev, 1, i ? "MODIFIED" : "ADDED");
-		pbw_msg(&ev, 2, &raw);
-		wf[0] = 0;
-		wf[1] = 0;
-		wf[2] = (uint8_t)(ev.n >> 8);
-		wf[3] = (uint8_t)ev.n;
-		memcpy(wf + 4, ev.b, ev.n);
-		frame(&w[CONN_DIR_OUT], H2_DATA, 0, 73, wf, ev.n + 4);
-	}
+	watch_events(&w[CONN_DIR_OUT], 73, "node-b");
 	const struct step steps[] = {
 		{ CONN_DIR_IN, 0, in1 },
 		{ CONN_DIR_IN, in1, in2 },
@@ -631,7 +638,6 @@ static void test_k8s_unknown_path(void)
 static void test_watch_midway_cut_event(void)
 {
 	static struct wire w[2];
-	static struct pbw pod, raw, ev;
 	static uint8_t tail[4200];
 
 	memset(w, 0, sizeof(w));
@@ -644,20 +650,7 @@ static void test_watch_midway_cut_event(void)
 	tail[4] = 0xff;
 	tail[5] = 0x0a;
 	frame(&w[CONN_DIR_OUT], H2_DATA, 0, 75, tail, sizeof(tail));
-	for (int i = 0; i < 2; i++) {
-		uint8_t wf[2048];
-		pod.n = raw.n = ev.n = 0;
-		pod_value(&pod, i ? "node-c" : "");
-		pbw_bytes(&raw, 1, pod.b, pod.n);
-		pbw_str(&ev, 1, i ? "MODIFIED" : "ADDED");
-		pbw_msg(&ev, 2, &raw);
-		wf[0] = 0;
-		wf[1] = 0;
-		wf[2] = (uint8_t)(ev.n >> 8);
-		wf[3] = (uint8_t)ev.n;
-		memcpy(wf + 4, ev.b, ev.n);
-		frame(&w[CONN_DIR_OUT], H2_DATA, 0, 75, wf, ev.n + 4);
-	}
+	watch_events(&w[CONN_DIR_OUT], 75, "node-c");
 	const struct step steps[] = { { CONN_DIR_OUT, 0, w[CONN_DIR_OUT].n } };
 
 	for (size_t p = 0; p < NPIECES; p++) {
@@ -672,11 +665,12 @@ static void test_watch_midway_cut_event(void)
 				if (m->kind != DECODED_WATCH_EVENT || m->stream_id != 75)
 					continue;
 				CHECK_STR(m->body.watch.type, events ? "MODIFIED" : "ADDED");
-				CHECK_STR(m->body.watch.object.pod.node_name, events ? "node-c" : "");
+				CHECK_STR(m->body.watch.object.pod.node_name,
+					  events ? "node-c" : "");
 				events++;
 			}
-			CHECK(events == 2, "mode %d piece %zu: %d watch events after a cut one", mode,
-			      pieces[p], events);
+			CHECK(events == 2, "mode %d piece %zu: %d watch events after a cut one",
+			      mode, pieces[p], events);
 			conn_decoder__free(d);
 			free(s.m);
 		}
