@@ -632,9 +632,9 @@ static void test_k8s_unknown_path(void)
 /* A watch met mid-way while it streams: a burst's events fill whole DATA frames (flow control and
  * the 16 KiB frame size cut them anywhere), so the first frame seen can begin inside an event.
  * Bytes that happen to read as a gRPC prefix (here the compressed flag and a length just under
- * GRPC_MESSAGE_MAX) must not be taken for a message that runs far past its frame: that swallowed
- * the next 4 MiB of the stream, every event of a 1000-pod burst on the scheduler's pod watch. A
- * guess made mid-way is only taken when its message ends within the frame. */
+ * GRPC_MESSAGE_MAX) must not be taken for a message that runs far past its frame: that would
+ * swallow the next 4 MiB of the stream, more than a 1000-pod burst's events on a scheduler's pod
+ * watch. A guess made mid-way is only taken when its message ends within the frame. */
 static void test_watch_midway_cut_event(void)
 {
 	static struct wire w[2];
