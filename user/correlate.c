@@ -2731,31 +2731,41 @@ static void resolve_raft(struct correlator *c, struct bind_timeline *t)
 	}
 }
 
-/* The raft stages that count in t->missing: when raft is expected, each not seen (raft_proposed
- * only when a follower answered; a member's append only when it is traced). */
-static int raft_missing(const struct bind_timeline *t)
+/* One raft part not seen: counted when it counts, the first such part's reason kept. */
+static void raft_part(const struct stage *st, bool counts, int *n, const char **first)
+{
+	if (!counts || st->seen)
+		return;
+	if (!*n)
+		*first = st->missing[0] ? st->missing : "not observed";
+	(*n)++;
+}
+
+int bind_timeline__raft_missing(const struct bind_timeline *t, const char **first)
 {
 	const struct bind_raft *r = &t->raft;
 	int n = 0, k;
 
+	*first = NULL;
 	if (!r->expected)
 		return 0;
 	if (r->local) {
 		/* This member's part; and what the leader counts when it is the leader. */
-		n += !r->local_had.seen + !r->local_acked.seen + !r->local_fsync.seen;
-		if (!(r->not_here & RAFT_NOT_HERE_COMMITTED))
-			n += !r->committed.seen;
+		raft_part(&r->local_had, true, &n, first);
+		raft_part(&r->local_acked, true, &n, first);
+		raft_part(&r->local_fsync, true, &n, first);
+		raft_part(&r->committed, !(r->not_here & RAFT_NOT_HERE_COMMITTED), &n, first);
 		return n;
 	}
-	n += !r->appended.seen && !(r->not_here & RAFT_NOT_HERE_APPENDED);
-	n += !r->committed.seen && !(r->not_here & RAFT_NOT_HERE_COMMITTED);
-	n += !r->applied.seen && !(r->not_here & RAFT_NOT_HERE_APPLIED);
-	if (!r->proposed.seen && !(r->seen && r->answering == r->leader) &&
-	    !(r->not_here & RAFT_NOT_HERE_PROPOSED))
-		n++;
+	raft_part(&r->appended, !(r->not_here & RAFT_NOT_HERE_APPENDED), &n, first);
+	raft_part(&r->committed, !(r->not_here & RAFT_NOT_HERE_COMMITTED), &n, first);
+	raft_part(&r->applied, !(r->not_here & RAFT_NOT_HERE_APPLIED), &n, first);
+	raft_part(&r->proposed,
+		  !(r->seen && r->answering == r->leader) &&
+		      !(r->not_here & RAFT_NOT_HERE_PROPOSED),
+		  &n, first);
 	for (k = 0; k < r->n_members; k++)
-		if (r->members[k].pid && !r->members[k].appended.seen)
-			n++;
+		raft_part(&r->members[k].appended, r->members[k].pid != 0, &n, first);
 	return n;
 }
 
@@ -3184,7 +3194,9 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 		resolve_watchers(c, t);
 	resolve_raft(c, t);
 	explain_missing(c, t, b->close_after_ns);
-	t->missing += raft_missing(t);
+	const char *raft_why;
+
+	t->missing += bind_timeline__raft_missing(t, &raft_why);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;
 	else if (t->result == BIND_RESULT_SCHEDULER_ERROR)

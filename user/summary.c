@@ -96,32 +96,10 @@ static void series_add(struct summary *sum, struct series *s, int64_t v)
 	s->v[s->n++] = v;
 }
 
-static void add_raft_missing(struct summary *s, const struct bind_timeline *t)
-{
-	const struct bind_raft *r = &t->raft;
-	const struct stage *parts[] = { &r->proposed,  &r->appended,	&r->committed,	&r->applied,
-					&r->local_had, &r->local_acked, &r->local_fsync };
-	size_t i;
-	int k;
-
-	if (s->raft_missing++)
-		return;
-	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-		if (!parts[i]->seen && parts[i]->missing[0]) {
-			snprintf(s->raft_example, sizeof(s->raft_example), "%s", parts[i]->missing);
-			return;
-		}
-	for (k = 0; k < r->n_members; k++)
-		if (r->members[k].pid && !r->members[k].appended.seen) {
-			snprintf(s->raft_example, sizeof(s->raft_example), "a member's append: %s",
-				 r->members[k].appended.missing);
-			return;
-		}
-}
-
 static void add_missing(struct summary *s, const struct bind_timeline *t)
 {
-	int st, i, counted = 0;
+	const char *raft_why;
+	int st, i;
 
 	for (st = 0; st < STAGE_MAX; st++) {
 		struct missing_stage *m = &s->missing[st];
@@ -129,7 +107,6 @@ static void add_missing(struct summary *s, const struct bind_timeline *t)
 
 		if (t->stages[st].seen || !stage__counts_missing(t, (enum stage_id)st))
 			continue;
-		counted++;
 		label = stage__reason_label(t->stages[st].missing);
 		if (!m->n++)
 			snprintf(m->example, sizeof(m->example), "%s", t->stages[st].missing);
@@ -142,8 +119,8 @@ static void add_missing(struct summary *s, const struct bind_timeline *t)
 		m->why[i].label = label;
 		m->why[i].n++;
 	}
-	if (t->missing > counted)
-		add_raft_missing(s, t);
+	if (bind_timeline__raft_missing(t, &raft_why) && !s->raft_missing++)
+		snprintf(s->raft_example, sizeof(s->raft_example), "%s", raft_why);
 }
 
 /* Which stages the incomplete binds lacked, how many, and why. */
