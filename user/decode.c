@@ -746,7 +746,11 @@ static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
 		return;
 	}
 	if (!half_is_client(c, s, dir, true) && s->watch) {
-		if (strcasestr(h->content_type, "protobuf")) {
+		if (!h->content_type[0]) {
+			/* A dynamic entry inserted before capture (a watch made again on a
+			 * connection met mid-way): its first DATA frame tells protobuf from JSON. */
+			h->mode = BODY_MODE_PROBE;
+		} else if (strcasestr(h->content_type, "protobuf")) {
 			h->mode = BODY_MODE_K8S_WATCH;
 			h->framer.prefix_len = 4;
 		} else {

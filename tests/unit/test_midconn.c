@@ -5,6 +5,8 @@
  * - gRPC is recognised by its DATA and the etcd method inferred from the message (Txn, Range,
  *   Watch, LeaseKeepAlive), conservatively; unary responses complete at END_STREAM;
  * - Kubernetes requests with an unknown :path keep their decoded body;
+ * - a watch made again after capture began, whose response content-type is a dynamic entry never
+ *   seen, is read from its first DATA frame (protobuf frames or JSON lines), not as JSON;
  * - a direction whose first captured byte is not the connection's first is read from a frame
  *   boundary with a tolerant HPACK;
  * - a real capture (tests/fixtures/bind_midconn.jsonl: kube-apiserver's connections to etcd and
@@ -677,6 +679,81 @@ static void test_watch_midway_cut_event(void)
 	}
 }
 
+/* A watch that begins after capture on a connection met mid-way, as an informer's watch does each
+ * time it is made again (its timeout, or the apiserver closing a watcher that stopped reading):
+ * its GET and literal :path are read, but the response's content-type is a dynamic entry inserted
+ * before capture, as Go's HPACK encoder sends it once the connection has carried a watch of that
+ * encoding. The body tells: protobuf watch frames on one stream, JSON lines on another. */
+static void test_watch_unknown_content_type(void)
+{
+	static struct wire w[2];
+	static const uint8_t status_head[] = { 0x88, 0xc4, 0xc3 }; /* :status 200, unknown */
+	static const char json_events[] =
+	    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\","
+	    "\"metadata\":{\"name\":\"seamj\",\"namespace\":\"default\","
+	    "\"resourceVersion\":\"7\"},\"spec\":{}}}\n";
+	const uint32_t sids[2] = { 77, 79 };
+
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 2; i++) {
+		uint8_t hb[256];
+		size_t n = 0;
+
+		hb[n++] = 0x82; /* :method GET */
+		n += h2w_lit(hb + n, ":path",
+			     "/api/v1/pods?allowWatchBookmarks=true&resourceVersion=123"
+			     "&timeout=7m51s&timeoutSeconds=471&watch=true");
+		hb[n++] = 0x87;
+		hb[n++] = 0xc4;
+		hb[n++] = 0xc3;
+		frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS | H2_FLAG_END_STREAM,
+		      sids[i], hb, n);
+		frame(&w[CONN_DIR_OUT], H2_HEADERS, H2_FLAG_END_HEADERS, sids[i], status_head,
+		      sizeof(status_head));
+	}
+	watch_events(&w[CONN_DIR_OUT], sids[0], "node-d");
+	frame(&w[CONN_DIR_OUT], H2_DATA, 0, sids[1], json_events, sizeof(json_events) - 1);
+	const struct step steps[] = {
+		{ CONN_DIR_IN, 0, w[CONN_DIR_IN].n },
+		{ CONN_DIR_OUT, 0, w[CONN_DIR_OUT].n },
+	};
+
+	for (size_t p = 0; p < NPIECES; p++) {
+		for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
+			struct seen s;
+			int events[2] = { 0, 0 }, undecoded = 0;
+
+			seen_init(&s);
+			struct conn_decoder *d = conn_decoder__new(collect, &s);
+			play(d, w, steps, 2, pieces[p], CONN_DIR_IN, (enum client_mode)mode);
+			for (int i = 0; i < s.n; i++) {
+				const struct decoded_msg *m = &s.m[i];
+				int k = m->stream_id == sids[0] ? 0 : 1;
+
+				if (m->kind != DECODED_WATCH_EVENT)
+					continue;
+				if (m->body_kind != BODY_K8S_WATCH_EVENT) {
+					undecoded++;
+					continue;
+				}
+				CHECK_STR(m->body.watch.type,
+					  k || !events[0] ? "ADDED" : "MODIFIED");
+				CHECK_STR(m->body.watch.object.meta.name, k ? "seamj" : "seamc");
+				if (!k)
+					CHECK_STR(m->body.watch.object.pod.node_name,
+						  events[0] ? "node-d" : "");
+				events[k]++;
+			}
+			CHECK(
+			    events[0] == 2 && events[1] == 1 && !undecoded,
+			    "mode %d piece %zu: %d protobuf and %d JSON watch events, %d undecoded",
+			    mode, pieces[p], events[0], events[1], undecoded);
+			conn_decoder__free(d);
+			free(s.m);
+		}
+	}
+}
+
 /* How a direction begins: at offset 0 of what was captured, but the connection's start only with
  * a preface (or the server's SETTINGS); else mid-way, at a frame boundary, with a tolerant HPACK. */
 static void test_begin(void)
@@ -1096,6 +1173,7 @@ int main(void)
 	test_grpc_streaming();
 	test_k8s_unknown_path();
 	test_watch_midway_cut_event();
+	test_watch_unknown_content_type();
 	test_begin();
 	test_capture();
 	test_midstream_fixture();
