@@ -6,7 +6,8 @@
  *   Watch, LeaseKeepAlive), conservatively; unary responses complete at END_STREAM;
  * - Kubernetes requests with an unknown :path keep their decoded body;
  * - a watch made again after capture began, whose response content-type is a dynamic entry never
- *   seen, is read from its first DATA frame (protobuf frames or JSON lines), not as JSON;
+ *   seen, is read from its first DATA frame (protobuf frames or JSON lines), not as JSON: a
+ *   synthetic one, and a real capture (tests/fixtures/watch_remade_midconn.jsonl);
  * - a direction whose first captured byte is not the connection's first is read from a frame
  *   boundary with a tolerant HPACK;
  * - a real capture (tests/fixtures/bind_midconn.jsonl: kube-apiserver's connections to etcd and
@@ -1109,6 +1110,57 @@ static void test_midstream_fixture(void)
 	fixture__free(recs, n);
 }
 
+/* The scheduler's second connection to the apiserver (its watch of the extension-apiserver-
+ * authentication ConfigMap), captured for eight minutes from a scheduler that had been running for
+ * half an hour (watch_remade_midconn.jsonl: `bindtrace capture --json -p` on the test bed, cut to
+ * the connection by trim-capture). Its informer makes the watch again every few minutes (streams
+ * 11, 13, 15); each response's content-type is the dynamic entry Go's HPACK encoder inserted for
+ * the first, before the capture. Every event must be read as protobuf: read as JSON lines, each
+ * BOOKMARK came out as six fragments of undecoded bytes, and on the bench a pod watch made again
+ * this way lost every ADDED and MODIFIED of a 1000-pod burst. */
+static void test_remade_watch_fixture(void)
+{
+	static struct fixture_record recs[128];
+	const char *dir = getenv("FIXTURES");
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/watch_remade_midconn.jsonl", dir ? dir : "tests/fixtures");
+	int n = fixture__load(path, recs, 128);
+	CHECK(n == 57, "%s: %d records, want its 57 lines", path, n);
+	for (int i = 0; i < n; i++)
+		recs[i].client_dir = CONN_DIR_OUT; /* kube-scheduler dialed the apiserver */
+	for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
+		for (size_t p = 0; p < NPIECES; p++) {
+			struct seen s;
+			int watches = 0, unknown_type = 0, bookmarks = 0, other = 0;
+
+			seen_init(&s);
+			replay(recs, n, pieces[p], (enum client_mode)mode, &s);
+			for (int i = 0; i < s.n; i++) {
+				const struct decoded_msg *m = &s.m[i];
+
+				if (m->kind == DECODED_RESPONSE && m->http.status == 200 &&
+				    strstr(m->http.path, "watch=true")) {
+					watches++;
+					unknown_type += !m->http.content_type[0];
+				} else if (m->kind == DECODED_WATCH_EVENT &&
+					   m->body_kind == BODY_K8S_WATCH_EVENT &&
+					   !strcmp(m->body.watch.type, "BOOKMARK")) {
+					bookmarks++;
+				} else if (m->kind != DECODED_REQUEST) {
+					other++;
+				}
+			}
+			CHECK(watches == 3 && unknown_type == 3 && bookmarks == 14 && !other,
+			      "mode %d piece %zu: %d watches (%d with an unknown content-type), %d "
+			      "BOOKMARKs, %d other messages; want 3 (3), 14, 0",
+			      mode, pieces[p], watches, unknown_type, bookmarks, other);
+			free(s.m);
+		}
+	}
+	fixture__free(recs, n);
+}
+
 /* The scheduler's HTTP/1.1 watch of pods (DISABLE_HTTP2=1), met midway by a real capture
  * (watch_http1_midway.jsonl): its first read begins at a chunk header followed by a protobuf
  * watch frame; both events of the bind are found, whole, byte by byte and in pieces, and
@@ -1177,6 +1229,7 @@ int main(void)
 	test_begin();
 	test_capture();
 	test_midstream_fixture();
+	test_remade_watch_fixture();
 	test_http1_watch_midway();
 	return check_summary("midconn");
 }
