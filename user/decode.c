@@ -740,17 +740,16 @@ static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
 		choose_raft_mode(c, s, dir);
 		return;
 	}
-	if (s->head_unknown && !h->content_type[0]) {
-		/* No :path and no content type: the first DATA frame tells. */
+	if (!h->content_type[0] &&
+	    (s->head_unknown || (s->watch && !half_is_client(c, s, dir, true)))) {
+		/* No content type (a dynamic entry inserted before capture: a watch made again on
+		 * a connection met mid-way has its content-type sent so) where the path does not
+		 * say how the body is framed: the first DATA frame tells. */
 		h->mode = BODY_MODE_PROBE;
 		return;
 	}
 	if (!half_is_client(c, s, dir, true) && s->watch) {
-		if (!h->content_type[0]) {
-			/* A dynamic entry inserted before capture (a watch made again on a
-			 * connection met mid-way): its first DATA frame tells protobuf from JSON. */
-			h->mode = BODY_MODE_PROBE;
-		} else if (strcasestr(h->content_type, "protobuf")) {
+		if (strcasestr(h->content_type, "protobuf")) {
 			h->mode = BODY_MODE_K8S_WATCH;
 			h->framer.prefix_len = 4;
 		} else {
