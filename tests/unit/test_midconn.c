@@ -1051,19 +1051,28 @@ static void test_capture(void)
 	fixture__free(recs, n);
 }
 
+/* A fixture of the scheduler's end of its connection to the apiserver (it dialed), checked to hold
+ * its want records. */
+static int load_scheduler_fixture(const char *name, struct fixture_record *recs, int max, int want)
+{
+	const char *dir = getenv("FIXTURES");
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "tests/fixtures", name);
+	int n = fixture__load(path, recs, max);
+	CHECK(n == want, "%s: %d records, want its %d lines", path, n, want);
+	for (int i = 0; i < n; i++)
+		recs[i].client_dir = CONN_DIR_OUT; /* kube-scheduler dialed the apiserver */
+	return n;
+}
+
 /* The scheduler's end of its connection, met mid-stream (bind_h2_midstream.jsonl): told that it
  * is the client, every message has its kind from the start, even before a request head. */
 static void test_midstream_fixture(void)
 {
 	static struct fixture_record recs[256];
-	const char *dir = getenv("FIXTURES");
-	char path[512];
+	int n = load_scheduler_fixture("bind_h2_midstream.jsonl", recs, 256, 19);
 
-	snprintf(path, sizeof(path), "%s/bind_h2_midstream.jsonl", dir ? dir : "tests/fixtures");
-	int n = fixture__load(path, recs, 256);
-	CHECK(n == 19, "%s: %d records, want its 19 lines", path, n);
-	for (int i = 0; i < n; i++)
-		recs[i].client_dir = CONN_DIR_OUT; /* kube-scheduler dialed the apiserver */
 	for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
 		for (size_t p = 0; p < NPIECES; p++) {
 			struct seen s;
@@ -1116,19 +1125,13 @@ static void test_midstream_fixture(void)
  * the connection by trim-capture). Its informer makes the watch again every few minutes (streams
  * 11, 13, 15); each response's content-type is the dynamic entry Go's HPACK encoder inserted for
  * the first, before the capture. Every event must be read as protobuf: read as JSON lines, each
- * BOOKMARK came out as six fragments of undecoded bytes, and on the bench a pod watch made again
- * this way lost every ADDED and MODIFIED of a 1000-pod burst. */
+ * BOOKMARK came out as six fragments of undecoded bytes, and a pod watch made again this way in
+ * a burst would lose every ADDED and MODIFIED after it. */
 static void test_remade_watch_fixture(void)
 {
 	static struct fixture_record recs[128];
-	const char *dir = getenv("FIXTURES");
-	char path[512];
+	int n = load_scheduler_fixture("watch_remade_midconn.jsonl", recs, 128, 57);
 
-	snprintf(path, sizeof(path), "%s/watch_remade_midconn.jsonl", dir ? dir : "tests/fixtures");
-	int n = fixture__load(path, recs, 128);
-	CHECK(n == 57, "%s: %d records, want its 57 lines", path, n);
-	for (int i = 0; i < n; i++)
-		recs[i].client_dir = CONN_DIR_OUT; /* kube-scheduler dialed the apiserver */
 	for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
 		for (size_t p = 0; p < NPIECES; p++) {
 			struct seen s;
