@@ -2744,8 +2744,11 @@ static void raft_part(const struct stage *st, bool counts, int *n, const char **
 int bind_timeline__raft_missing(const struct bind_timeline *t, const char **first)
 {
 	const struct bind_raft *r = &t->raft;
+	const char *unused;
 	int n = 0, k;
 
+	if (!first)
+		first = &unused;
 	*first = NULL;
 	if (!r->expected)
 		return 0;
@@ -3194,9 +3197,7 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 		resolve_watchers(c, t);
 	resolve_raft(c, t);
 	explain_missing(c, t, b->close_after_ns);
-	const char *raft_why;
-
-	t->missing += bind_timeline__raft_missing(t, &raft_why);
+	t->missing += bind_timeline__raft_missing(t, NULL);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;
 	else if (t->result == BIND_RESULT_SCHEDULER_ERROR)

@@ -353,7 +353,8 @@ static inline bool stage__before_bind(int s)
 bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s);
 /* The parts of t's raft path that count in t->missing beyond its stages (raft expected: each
  * part not seen that the node could see, raft_proposed only when a follower answered, a member's
- * append only when it is traced), and in *first the first such part's reason (NULL if none). */
+ * append only when it is traced), and in *first (unless first is NULL) the first such part's
+ * reason (NULL if none). */
 int bind_timeline__raft_missing(const struct bind_timeline *t, const char **first);
 const char *bind_result__name(enum bind_result result);
 /* A role's name, which is also the executable its process runs ("kube-scheduler",
