@@ -740,11 +740,15 @@ static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
 		choose_raft_mode(c, s, dir);
 		return;
 	}
-	if (!h->content_type[0] &&
-	    (s->head_unknown || (s->watch && !half_is_client(c, s, dir, true)))) {
-		/* No content type (a dynamic entry inserted before capture: a watch made again on
-		 * a connection met mid-way has its content-type sent so) where the path does not
-		 * say how the body is framed: the first DATA frame tells. */
+	if ((!h->content_type[0] &&
+	     (s->head_unknown || (s->watch && !half_is_client(c, s, dir, true)))) ||
+	    (s->head_unknown && !s->watch && !half_is_client(c, s, dir, true) &&
+	     strcasestr(h->content_type, "json"))) {
+		/* Where neither the path nor the content type says how the body is framed, the
+		 * first DATA frame tells: no content type (a dynamic entry inserted before capture:
+		 * a watch made again on a connection met mid-way has its content-type sent so), or
+		 * an unknown path answered in JSON, which a JSON watch is too (the apiserver adds
+		 * ";stream=watch" to protobuf only). */
 		h->mode = BODY_MODE_PROBE;
 		return;
 	}

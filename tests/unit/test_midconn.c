@@ -755,6 +755,90 @@ static void test_watch_unknown_content_type(void)
 	}
 }
 
+/* GETs whose :path is a dynamic entry inserted before capture (a client repeating a request word
+ * for word), answered with a content-type that is read: the path cannot say which is a watch, the
+ * content-type and the body do. Stream 81: a protobuf watch (`;stream=watch`); 83: a JSON watch,
+ * whose content-type is plain application/json as the apiserver sends it; 85: a plain JSON
+ * object under the same content-type, which stays one response. */
+static void test_watch_unknown_path_known_type(void)
+{
+	static struct wire w[2];
+	static const uint8_t unknown_head[] = { 0xc5, 0xc4, 0xc3 };
+	static const char *types[3] = { "application/vnd.kubernetes.protobuf;stream=watch",
+					 "application/json", "application/json" };
+	static const char json_events[] =
+	    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\","
+	    "\"metadata\":{\"name\":\"seamj\",\"namespace\":\"default\","
+	    "\"resourceVersion\":\"7\"},\"spec\":{}}}\n"
+	    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\","
+	    "\"metadata\":{\"name\":\"seamj\",\"namespace\":\"default\","
+	    "\"resourceVersion\":\"8\"},\"spec\":{\"nodeName\":\"node-j\"}}}\n";
+	static const char json_pod[] =
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"seamo\","
+	    "\"namespace\":\"default\",\"resourceVersion\":\"9\"},\"spec\":{}}";
+	const uint32_t sids[3] = { 81, 83, 85 };
+
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 3; i++) {
+		uint8_t hb[128];
+		size_t n = 0;
+
+		frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS | H2_FLAG_END_STREAM, sids[i],
+		      unknown_head, sizeof(unknown_head));
+		hb[n++] = 0x88; /* :status 200 */
+		n += h2w_lit(hb + n, "content-type", types[i]);
+		frame(&w[CONN_DIR_OUT], H2_HEADERS, H2_FLAG_END_HEADERS, sids[i], hb, n);
+	}
+	watch_events(&w[CONN_DIR_OUT], sids[0], "node-e");
+	frame(&w[CONN_DIR_OUT], H2_DATA, 0, sids[1], json_events, sizeof(json_events) - 1);
+	frame(&w[CONN_DIR_OUT], H2_DATA, H2_FLAG_END_STREAM, sids[2], json_pod,
+	      sizeof(json_pod) - 1);
+	const struct step steps[] = {
+		{ CONN_DIR_IN, 0, w[CONN_DIR_IN].n },
+		{ CONN_DIR_OUT, 0, w[CONN_DIR_OUT].n },
+	};
+
+	for (size_t p = 0; p < NPIECES; p++) {
+		for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
+			struct seen s;
+			int events[2] = { 0, 0 }, other = 0, pod = 0;
+
+			seen_init(&s);
+			struct conn_decoder *d = conn_decoder__new(collect, &s);
+			play(d, w, steps, 2, pieces[p], CONN_DIR_IN, (enum client_mode)mode);
+			for (int i = 0; i < s.n; i++) {
+				const struct decoded_msg *m = &s.m[i];
+				int k = m->stream_id == sids[0] ? 0 : m->stream_id == sids[1] ? 1 : 2;
+
+				if (m->kind == DECODED_RESPONSE && k == 2 && m->body_kind == BODY_K8S) {
+					CHECK_STR(m->body.k8s.meta.name, "seamo");
+					pod++;
+					continue;
+				}
+				if (m->kind != DECODED_WATCH_EVENT) {
+					continue;
+				}
+				if (k == 2 || m->body_kind != BODY_K8S_WATCH_EVENT) {
+					other++;
+					continue;
+				}
+				CHECK_STR(m->body.watch.type, events[k] ? "MODIFIED" : "ADDED");
+				CHECK_STR(m->body.watch.object.meta.name, k ? "seamj" : "seamc");
+				if (!k)
+					CHECK_STR(m->body.watch.object.pod.node_name,
+						  events[0] ? "node-e" : "");
+				events[k]++;
+			}
+			CHECK(events[0] == 2 && events[1] == 2 && pod == 1 && !other,
+			      "mode %d piece %zu: %d protobuf and %d JSON watch events, %d pod "
+			      "responses, %d other events",
+			      mode, pieces[p], events[0], events[1], pod, other);
+			conn_decoder__free(d);
+			free(s.m);
+		}
+	}
+}
+
 /* How a direction begins: at offset 0 of what was captured, but the connection's start only with
  * a preface (or the server's SETTINGS); else mid-way, at a frame boundary, with a tolerant HPACK. */
 static void test_begin(void)
@@ -1229,6 +1313,7 @@ int main(void)
 	test_k8s_unknown_path();
 	test_watch_midway_cut_event();
 	test_watch_unknown_content_type();
+	test_watch_unknown_path_known_type();
 	test_begin();
 	test_capture();
 	test_midstream_fixture();
