@@ -680,6 +680,23 @@ static void test_watch_midway_cut_event(void)
 	}
 }
 
+/* The client's direction whole, then the server's, cut into pieces of `piece` bytes: what was
+ * decoded goes to s; the caller frees the decoder (after its checks: messages may point into it)
+ * and s.m. */
+static struct conn_decoder *play_in_then_out(const struct wire w[2], size_t piece,
+					     enum client_mode mode, struct seen *s)
+{
+	const struct step steps[] = {
+		{ CONN_DIR_IN, 0, w[CONN_DIR_IN].n },
+		{ CONN_DIR_OUT, 0, w[CONN_DIR_OUT].n },
+	};
+
+	seen_init(s);
+	struct conn_decoder *d = conn_decoder__new(collect, s);
+	play(d, w, steps, 2, piece, CONN_DIR_IN, mode);
+	return d;
+}
+
 /* A watch that begins after capture on a connection met mid-way, as an informer's watch does each
  * time it is made again (its timeout, or the apiserver closing a watcher that stopped reading):
  * its GET and literal :path are read, but the response's content-type is a dynamic entry inserted
@@ -714,19 +731,14 @@ static void test_watch_unknown_content_type(void)
 	}
 	watch_events(&w[CONN_DIR_OUT], sids[0], "node-d");
 	frame(&w[CONN_DIR_OUT], H2_DATA, 0, sids[1], json_events, sizeof(json_events) - 1);
-	const struct step steps[] = {
-		{ CONN_DIR_IN, 0, w[CONN_DIR_IN].n },
-		{ CONN_DIR_OUT, 0, w[CONN_DIR_OUT].n },
-	};
 
 	for (size_t p = 0; p < NPIECES; p++) {
 		for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
 			struct seen s;
 			int events[2] = { 0, 0 }, undecoded = 0;
 
-			seen_init(&s);
-			struct conn_decoder *d = conn_decoder__new(collect, &s);
-			play(d, w, steps, 2, pieces[p], CONN_DIR_IN, (enum client_mode)mode);
+			struct conn_decoder *d =
+			    play_in_then_out(w, pieces[p], (enum client_mode)mode, &s);
 			for (int i = 0; i < s.n; i++) {
 				const struct decoded_msg *m = &s.m[i];
 				int k = m->stream_id == sids[0] ? 0 : 1;
@@ -765,7 +777,7 @@ static void test_watch_unknown_path_known_type(void)
 	static struct wire w[2];
 	static const uint8_t unknown_head[] = { 0xc5, 0xc4, 0xc3 };
 	static const char *types[3] = { "application/vnd.kubernetes.protobuf;stream=watch",
-					 "application/json", "application/json" };
+					"application/json", "application/json" };
 	static const char json_events[] =
 	    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\","
 	    "\"metadata\":{\"name\":\"seamj\",\"namespace\":\"default\","
@@ -783,8 +795,8 @@ static void test_watch_unknown_path_known_type(void)
 		uint8_t hb[128];
 		size_t n = 0;
 
-		frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS | H2_FLAG_END_STREAM, sids[i],
-		      unknown_head, sizeof(unknown_head));
+		frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS | H2_FLAG_END_STREAM,
+		      sids[i], unknown_head, sizeof(unknown_head));
 		hb[n++] = 0x88; /* :status 200 */
 		n += h2w_lit(hb + n, "content-type", types[i]);
 		frame(&w[CONN_DIR_OUT], H2_HEADERS, H2_FLAG_END_HEADERS, sids[i], hb, n);
@@ -793,24 +805,22 @@ static void test_watch_unknown_path_known_type(void)
 	frame(&w[CONN_DIR_OUT], H2_DATA, 0, sids[1], json_events, sizeof(json_events) - 1);
 	frame(&w[CONN_DIR_OUT], H2_DATA, H2_FLAG_END_STREAM, sids[2], json_pod,
 	      sizeof(json_pod) - 1);
-	const struct step steps[] = {
-		{ CONN_DIR_IN, 0, w[CONN_DIR_IN].n },
-		{ CONN_DIR_OUT, 0, w[CONN_DIR_OUT].n },
-	};
 
 	for (size_t p = 0; p < NPIECES; p++) {
 		for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
 			struct seen s;
 			int events[2] = { 0, 0 }, other = 0, pod = 0;
 
-			seen_init(&s);
-			struct conn_decoder *d = conn_decoder__new(collect, &s);
-			play(d, w, steps, 2, pieces[p], CONN_DIR_IN, (enum client_mode)mode);
+			struct conn_decoder *d =
+			    play_in_then_out(w, pieces[p], (enum client_mode)mode, &s);
 			for (int i = 0; i < s.n; i++) {
 				const struct decoded_msg *m = &s.m[i];
-				int k = m->stream_id == sids[0] ? 0 : m->stream_id == sids[1] ? 1 : 2;
+				int k = m->stream_id == sids[0]	  ? 0
+					: m->stream_id == sids[1] ? 1
+								  : 2;
 
-				if (m->kind == DECODED_RESPONSE && k == 2 && m->body_kind == BODY_K8S) {
+				if (m->kind == DECODED_RESPONSE && k == 2 &&
+				    m->body_kind == BODY_K8S) {
 					CHECK_STR(m->body.k8s.meta.name, "seamo");
 					pod++;
 					continue;
