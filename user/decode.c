@@ -740,19 +740,19 @@ static void choose_mode(struct conn_decoder *c, struct stream *s, int dir)
 		choose_raft_mode(c, s, dir);
 		return;
 	}
-	if ((!h->content_type[0] &&
-	     (s->head_unknown || (s->watch && !half_is_client(c, s, dir, true)))) ||
-	    (s->head_unknown && !s->watch && !half_is_client(c, s, dir, true) &&
-	     strcasestr(h->content_type, "json"))) {
-		/* Where neither the path nor the content type says how the body is framed, the
-		 * first DATA frame tells: no content type (a dynamic entry inserted before capture:
-		 * a watch made again on a connection met mid-way has its content-type sent so), or
-		 * an unknown path answered in JSON, which a JSON watch is too (the apiserver adds
-		 * ";stream=watch" to protobuf only). */
+	bool server = !half_is_client(c, s, dir, true);
+	bool no_type = !h->content_type[0];
+
+	/* Where neither the path nor the content type says how the body is framed, the first DATA
+	 * frame tells: no content type (a dynamic entry inserted before capture: a watch made again
+	 * on a connection met mid-way has its content-type sent so), or an unknown path answered in
+	 * JSON, which a JSON watch is too (the apiserver adds ";stream=watch" to protobuf only). */
+	if ((no_type && (s->head_unknown || (server && s->watch))) ||
+	    (server && s->head_unknown && !s->watch && strcasestr(h->content_type, "json"))) {
 		h->mode = BODY_MODE_PROBE;
 		return;
 	}
-	if (!half_is_client(c, s, dir, true) && s->watch) {
+	if (server && s->watch) {
 		if (strcasestr(h->content_type, "protobuf")) {
 			h->mode = BODY_MODE_K8S_WATCH;
 			h->framer.prefix_len = 4;
