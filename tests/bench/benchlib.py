@@ -210,30 +210,58 @@ def loadavg():
 # ---------------------------------------------------------------------------------------------
 # kube-apiserver's request latency histogram
 
-BUCKET_RE = re.compile(r'^apiserver_request_duration_seconds_bucket\{(.*)\} (\S+)$')
+HIST_RE = re.compile(r'^(\w+)_bucket\{(.*)\} (\S+)$')
 LABEL_RE = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 LONG_RUNNING = ("WATCH", "CONNECT")
 
 
-def request_buckets(text):
-    """Cumulative counts by upper bound of apiserver_request_duration_seconds over every resource
-    request but the long-running ones (WATCH, CONNECT), as the apiserver's latency SLO counts
-    them (not /metrics, /healthz and other non-resource paths: the bench's own scrapes), by kind
-    of request: {(verb, resource, subresource): {le: count}}."""
-    out = {}
+def bucket_lines(text, families):
+    """(family, labels, le, count) of each bucket line of the histograms named."""
     for line in text.splitlines():
-        if not line.startswith("apiserver_request_duration_seconds_bucket{"):
+        m = HIST_RE.match(line)
+        if not m or m.group(1) not in families:
             continue
-        m = BUCKET_RE.match(line)
-        if not m:
-            continue
-        labels = dict(LABEL_RE.findall(m.group(1)))
-        if labels.get("verb") in LONG_RUNNING or not labels.get("resource"):
+        labels = dict(LABEL_RE.findall(m.group(2)))
+        yield m.group(1), labels, float(labels["le"]), float(m.group(3))
+
+
+def is_slo_request(labels):
+    """A resource request but a long-running one (WATCH, CONNECT), as the apiserver's latency SLO
+    counts them (not /metrics, /healthz and other non-resource paths: the bench's own scrapes)."""
+    return labels.get("verb") not in LONG_RUNNING and bool(labels.get("resource"))
+
+
+def request_buckets(text):
+    """Cumulative counts by upper bound of apiserver_request_duration_seconds over every
+    is_slo_request, by kind of request: {(verb, resource, subresource): {le: count}}."""
+    out = {}
+    for _, labels, le, c in bucket_lines(text, ("apiserver_request_duration_seconds",)):
+        if not is_slo_request(labels):
             continue
         kind = out.setdefault((labels["verb"], labels["resource"], labels.get("subresource", "")),
                               {})
-        le = float(labels["le"])
-        kind[le] = kind.get(le, 0) + float(m.group(2))
+        kind[le] = kind.get(le, 0) + c
+    return out
+
+
+# Where a request's time goes, from the apiserver's own histograms (each has a bucket at 0.2 s):
+# the request less its wait in API Priority and Fairness' queues (and webhooks: none here), that
+# wait, and the apiserver's requests to etcd (a bind's Txn, WAL fsync included).
+PARTS = {"less_queue": "apiserver_request_sli_duration_seconds",
+         "queue_wait": "apiserver_flowcontrol_request_wait_duration_seconds",
+         "etcd": "etcd_request_duration_seconds"}
+
+
+def part_buckets(text):
+    """{part: {le: count}} of PARTS, each summed over its labels (the SLI one over
+    is_slo_request only)."""
+    family_part = {v: k for k, v in PARTS.items()}
+    out = {k: {} for k in PARTS}
+    for family, labels, le, c in bucket_lines(text, family_part):
+        part = family_part[family]
+        if part == "less_queue" and not is_slo_request(labels):
+            continue
+        out[part][le] = out[part].get(le, 0) + c
     return out
 
 
