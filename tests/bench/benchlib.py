@@ -265,6 +265,42 @@ def part_buckets(text):
     return out
 
 
+# etcd's own work that can slow every request for a while, whoever runs beside it: a compaction of
+# old revisions (the apiserver asks for one every 5 minutes), a raft snapshot (every 10,000
+# applied entries), and WAL fsyncs or backend commits over SLOW_DISK_S (their buckets double from
+# 1 ms).
+ETCD_COUNTERS = {"compactions": "etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_count",
+                 "compaction_ms": "etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_sum",
+                 "snapshots": "etcd_debugging_snap_save_total_duration_seconds_count"}
+ETCD_DISK = {"wal_fsync_slow": "etcd_disk_wal_fsync_duration_seconds",
+             "commit_slow": "etcd_disk_backend_commit_duration_seconds"}
+SLOW_DISK_S = 0.128
+SAMPLE_RE = re.compile(r'^(\w+)(?:\{[^}]*\})? (\S+)$')
+
+
+def etcd_state(text):
+    """The running totals of ETCD_COUNTERS and of ETCD_DISK's samples over SLOW_DISK_S in one
+    scrape of an etcd member's /metrics: {name: value}."""
+    name_key = {v: k for k, v in ETCD_COUNTERS.items()}
+    out = {k: 0.0 for k in list(ETCD_COUNTERS) + list(ETCD_DISK)}
+    for line in text.splitlines():
+        m = SAMPLE_RE.match(line)
+        if m and m.group(1) in name_key:
+            out[name_key[m.group(1)]] += float(m.group(2))
+    family_key = {v: k for k, v in ETCD_DISK.items()}
+    for family, _, le, c in bucket_lines(text, family_key):
+        if le == float("inf"):
+            out[family_key[family]] += c
+        elif le == SLOW_DISK_S:
+            out[family_key[family]] -= c
+    return out
+
+
+def etcd_between(before, after):
+    """What etcd did between two etcd_state scrapes."""
+    return {k: after[k] - before.get(k, 0.0) for k in after}
+
+
 def buckets_between(before, after):
     """The requests between two scrapes of request_buckets, by kind, as cumulative counts."""
     return {k: {le: c - before.get(k, {}).get(le, 0) for le, c in b.items()}
