@@ -155,23 +155,25 @@ def cpu_seconds(pid):
     return (int(rest[11]) + int(rest[12])) / CLK_TCK
 
 
-def cpu_seconds_fine(pid):
-    """A process's CPU in ns resolution: the run time of each of its threads (/proc/PID/task/*/
-    schedstat). /proc/PID/stat counts in clock ticks (10 ms), too coarse for a process that uses
-    a few hundred ms in a window; a thread that exits takes its time with it (Go's threads live
-    as long as the process)."""
-    total = 0
+def schedstat_seconds(pid):
+    """A process's CPU and its time runnable but waiting for a CPU, in ns resolution: the run
+    and run-queue times of each of its threads (/proc/PID/task/*/schedstat). /proc/PID/stat
+    counts in clock ticks (10 ms), too coarse for a process that uses a few hundred ms in a
+    window; a thread that exits takes its time with it (Go's threads live as long as the
+    process)."""
+    run = wait = 0
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0
+        return 0.0, 0.0
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
+                fields = f.read().split()
+            run, wait = run + int(fields[0]), wait + int(fields[1])
         except (OSError, ValueError, IndexError):
             pass
-    return total / 1e9
+    return run / 1e9, wait / 1e9
 
 
 def machine_busy_seconds():
@@ -184,12 +186,15 @@ def machine_busy_seconds():
 
 class Snapshot:
     """CPU of the roles that matter at one moment, and of the whole machine; `fine`: the roles
-    also read in ns (cpu_seconds_fine), in self.fine."""
+    also read in ns (schedstat_seconds), their CPU in self.fine and their time waiting for a CPU
+    in self.wait."""
 
     def __init__(self, roles, fine=()):
         self.t = time.monotonic()
         self.cpu = {name: sum(cpu_seconds(p) for p in pids) for name, pids in roles.items()}
-        self.fine = {name: sum(cpu_seconds_fine(p) for p in roles[name]) for name in fine}
+        stats = {name: [schedstat_seconds(p) for p in roles[name]] for name in fine}
+        self.fine = {name: sum(run for run, _ in v) for name, v in stats.items()}
+        self.wait = {name: sum(wait for _, wait in v) for name, v in stats.items()}
         self.busy = machine_busy_seconds()
 
 
