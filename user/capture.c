@@ -474,11 +474,12 @@ static int flush_output(struct capture_state *st)
 }
 
 /* After each read of the ring buffer: new processes of --exe, and what was printed. */
-static void between_reads(void *ctx, uint64_t now)
+static void between_reads(void *ctx, uint64_t now, uint64_t read_to)
 {
 	struct capture_state *st = ctx;
 	int err;
 
+	(void)read_to; /* nothing here waits on the records' clock */
 	if (st->opt->n_exes && now >= st->next_scan_ns) {
 		scan_exe_processes(st);
 		st->next_scan_ns = now + 200000000ull;
@@ -559,10 +560,10 @@ int cmd_capture(int argc, char **argv)
 		goto cleanup;
 	st.wall_offset_ns = util__wall_offset_ns();
 	print_attached(&st);
-	between_reads(&st, util__monotonic_ns());
+	between_reads(&st, util__monotonic_ns(), 0);
 	deadline = opt.duration_s ? util__monotonic_ns() + opt.duration_s * 1000000000ull : 0;
 	err = session__run(st.session, &handlers, deadline);
-	between_reads(&st, 0); /* the last lines out, or the error that kept them in */
+	between_reads(&st, 0, 0); /* the last lines out, or the error that kept them in */
 	if (!err) {
 		print_stats(&st);
 		session__print_probe_hits(st.session, stderr);

@@ -27,6 +27,10 @@ struct session {
 	struct bpf_link **tracepoints;
 	size_t n_tracepoints;
 	uint64_t events;
+	/* This read's records left before it breaks (see session__run), and the newest record's
+	 * time so far. */
+	unsigned batch_left;
+	uint64_t newest_ns;
 	bool poll_fast;
 	/* BINDTRACE_TLS_KEYS=1: the connections whose TLS 1.3 state was read, by process. */
 	struct tls_keys_count {
@@ -107,6 +111,9 @@ static const char *tls_keys_refusal(const struct tls_keys_event *e, char *buf, s
 }
 
 #define TLS_KEYS_SEEN_MAX 16384
+/* on_record's answer that ends a read at SESSION_READ_BATCH records: libbpf stops there and
+ * returns it, the record itself consumed. */
+#define SESSION_READ_BREAK (-EAGAIN)
 
 /* 8 bytes of the secret's SHA-256: enough to match two ends, nothing to decrypt with. */
 static uint64_t secret_fingerprint(const __u8 *secret, size_t len)
@@ -181,15 +188,16 @@ static void secret_probe_key(struct session *s, const struct tls_keys_event *e)
 		tlswire__key(s->tls_wire, e);
 }
 
-static int on_record(void *ctx, void *data, size_t size)
+static void handle_record(struct session *s, void *data, size_t size)
 {
-	struct session *s = ctx;
 	const struct event_header *hdr = data;
 	const struct data_event *e = data;
 
 	if (size < sizeof(*hdr))
-		return 0;
+		return;
 	s->events++;
+	if (hdr->ts_ns > s->newest_ns)
+		s->newest_ns = hdr->ts_ns;
 	switch (hdr->type) {
 	case EVENT_DATA:
 		if (size < sizeof(*e) || e->len > size - sizeof(*e))
@@ -226,7 +234,17 @@ static int on_record(void *ctx, void *data, size_t size)
 			count_tls_keys(s, data);
 		break;
 	}
-	return 0;
+}
+
+/* A read stops after SESSION_READ_BATCH records (libbpf's consume would otherwise take the whole
+ * backlog in one call, however long), so that the caller's step between reads runs while it
+ * catches up. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	handle_record(s, data, size);
+	return --s->batch_left ? 0 : SESSION_READ_BREAK;
 }
 
 static const char *const probe_names[PROBE_MAX] = {
@@ -601,8 +619,32 @@ void session__remove_target(struct session *s, pid_t pid)
 	bpf_map__delete_elem(s->skel->maps.tls_layouts, &key, sizeof(key), 0);
 }
 
+/* One read: up to SESSION_READ_BATCH records, waiting up to timeout_ms for the first. 0 or
+ * -errno; *behind when it stopped at the batch's end (more may be waiting). */
+static int read_batch(struct session *s, int timeout_ms, bool *behind)
+{
+	int err;
+
+	s->batch_left = SESSION_READ_BATCH;
+	err = ring_buffer__poll(s->ring, timeout_ms);
+	if (err >= 0)
+		err = ring_buffer__consume(s->ring); /* what came without a wakeup */
+	*behind = err == SESSION_READ_BREAK;
+	return *behind || err >= 0 || err == -EINTR ? 0 : err;
+}
+
+/* The step between reads, told how far the records go: now when the read emptied the ring, else
+ * the newest record's time (what has been read of a backlog). */
+static void between(struct session *s, uint64_t now, bool behind)
+{
+	if (s->h.between)
+		s->h.between(s->h.between_ctx, now,
+			     behind && s->newest_ns < now ? s->newest_ns : now);
+}
+
 int session__run(struct session *s, const struct session_handlers *handlers, uint64_t deadline_ns)
 {
+	bool behind = false;
 	int err = 0;
 
 	s->h = *handlers;
@@ -613,17 +655,14 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 	while (!stopping) {
 		uint64_t now;
 
-		err = ring_buffer__poll(s->ring,
-					s->poll_fast ? SESSION_POLL_FAST_MS : SESSION_POLL_MS);
-		if (err >= 0)
-			err = ring_buffer__consume(s->ring); /* what came without a wakeup */
-		if (err < 0 && err != -EINTR) {
+		err = read_batch(s, behind ? 0 : s->poll_fast ? SESSION_POLL_FAST_MS : SESSION_POLL_MS,
+				 &behind);
+		if (err) {
 			fprintf(stderr, "%s: ring buffer: %s\n", s->opt.name, strerror(-err));
 			return err;
 		}
 		now = util__monotonic_ns();
-		if (s->h.between)
-			s->h.between(s->h.between_ctx, now);
+		between(s, now, behind);
 		if (hangup && s->h.hangup) {
 			hangup = 0;
 			s->h.hangup(s->h.between_ctx);
@@ -631,7 +670,12 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 		if (deadline_ns && now >= deadline_ns)
 			break;
 	}
-	ring_buffer__consume(s->ring);
+	/* What is left, read the same way. */
+	do {
+		if (read_batch(s, 0, &behind))
+			break;
+		between(s, util__monotonic_ns(), behind);
+	} while (behind);
 	return 0;
 }
 

@@ -31,6 +31,11 @@
  * the checks between reads that find its successor run as often as they did before. */
 #define SESSION_POLL_MS 50
 #define SESSION_POLL_FAST_MS 10
+/* A read takes at most this many records: a reader held off the CPU for seconds (a busy node)
+ * finds a backlog of hundreds of thousands, and the steps between reads (the correlator's clock
+ * among them) must run while it catches up: read in one go, the binds of a backlog were closed
+ * only after all of it, when the ring of observations had long lost their etcd stages. */
+#define SESSION_READ_BATCH 4096
 
 struct capture_bpf;
 struct bpf_link;
@@ -43,15 +48,17 @@ struct session_options {
 };
 
 /* Called for each record of their type (NULL: ignored); the record lives only for the call.
- * between(between_ctx, now_ns) is called after each read of the ring buffer, outside its
- * callback. */
+ * between(between_ctx, now_ns, read_to_ns) is called after each read of the ring buffer, outside
+ * its callback: read_to_ns is how far the records read go, now_ns when the read emptied the ring,
+ * else (behind, in a backlog) the newest record's time. A clock that decides whether something
+ * more is still to come (a bind's linger, a Write's wait for its read) runs on read_to_ns. */
 struct session_handlers {
 	void (*data)(void *ctx, const struct data_event *e); /* e->len bytes follow */
 	void (*fsync)(void *ctx, const struct fsync_event *e);
 	void (*call)(void *ctx, const struct call_event *e);
 	void (*sock_read)(void *ctx, const struct sock_read_event *e);
 	void *ctx;
-	void (*between)(void *between_ctx, uint64_t now_ns);
+	void (*between)(void *between_ctx, uint64_t now_ns, uint64_t read_to_ns);
 	/* SIGHUP, after the read it came in (NULL: SIGHUP keeps its default action). */
 	void (*hangup)(void *between_ctx);
 	void *between_ctx;

@@ -406,14 +406,17 @@ static void flush_output(struct tracer *tr)
 	fflush(trace_outputs__stream(tr->outputs));
 }
 
-/* Between reads of the ring buffer: everything that may block or runs on a clock. */
-static void between_reads(void *ctx, uint64_t now)
+/* Between reads of the ring buffer: everything that may block or runs on a clock. The
+ * correlator's binds and the peer feed's Writes wait on the records' clock (read_to): in a
+ * backlog, what is still to come is still in the ring, however late the wall clock is. While
+ * behind, the correlator ticks after each read. */
+static void between_reads(void *ctx, uint64_t now, uint64_t read_to)
 {
 	struct tracer *tr = ctx;
 
 	dispatch__run_queued(tr->dispatch);
 	sockets__refresh(tr->sockets, now);
-	if (now >= tr->next_tick) {
+	if (now >= tr->next_tick || read_to < now) {
 		uint64_t drops = session__counter(tr->session, COUNTER_RINGBUF_DROPS);
 
 		if (drops != tr->drops_seen) {
@@ -421,8 +424,8 @@ static void between_reads(void *ctx, uint64_t now)
 			tr->drops_seen = drops;
 		}
 		tr->drops_read_ns = now;
-		correlator__tick(tr->corr, now, false);
-		dispatch__expire(tr->dispatch, now);
+		correlator__tick(tr->corr, read_to, false);
+		dispatch__expire(tr->dispatch, read_to);
 		tr->next_tick = now + TICK_NS;
 	}
 	/* The binds closed since the last time out in one write, rather than one each (a write
