@@ -51,6 +51,7 @@ struct bind_metrics {
 	struct metric_family *refused;
 	struct metric_family *otlp_exported, *otlp_dropped, *otlp_queue;
 	struct metric_family *open_binds;
+	struct metric_family *read_behind;
 	struct metric_family *evicted;
 	struct metric_family *evidence_bytes;
 	struct metric_family *evidence_max;
@@ -148,6 +149,11 @@ struct bind_metrics *bind_metrics__new(void)
 	bm->open_binds =
 	    metrics__family(r, "bindtrace_open_binds", "Binds in flight: seen, not yet finished",
 			    METRIC_GAUGE, no_labels, NULL, 0);
+	bm->read_behind = metrics__family(
+	    r, "bindtrace_read_behind_seconds",
+	    "How old the newest record of the tracer's last read of its ring buffer was: "
+	    "milliseconds while it keeps up, seconds while it reads a backlog (held off the CPU)",
+	    METRIC_GAUGE, no_labels, NULL, 0);
 	bm->evicted = metrics__family(
 	    r, "bindtrace_binds_evicted_total",
 	    "Binds finished early, as they were, because the table of binds in flight was full",
@@ -166,7 +172,7 @@ struct bind_metrics *bind_metrics__new(void)
 	if (!bm->build_info || !bm->target_info || !bm->target_attached || !bm->binds ||
 	    !bm->total || !bm->legs || !bm->missing || !bm->drops || !bm->truncated || !bm->gaps ||
 	    !bm->gap_bytes || !bm->refused || !bm->otlp_exported || !bm->otlp_dropped ||
-	    !bm->otlp_queue || !bm->open_binds || !bm->evicted || !bm->evidence_bytes ||
+	    !bm->otlp_queue || !bm->open_binds || !bm->read_behind || !bm->evicted || !bm->evidence_bytes ||
 	    !bm->evidence_max || !bm->evidence_removed)
 		goto fail;
 
@@ -186,6 +192,7 @@ struct bind_metrics *bind_metrics__new(void)
 	metric__touch(bm->truncated, NULL);
 	metric__touch(bm->refused, NULL);
 	metric__touch(bm->open_binds, NULL);
+	metric__touch(bm->read_behind, NULL);
 	metric__touch(bm->evicted, NULL);
 	for (i = 0; i < N_TARGET_ROLES; i++) {
 		const char *role[] = { process_role__name(target_roles[i]) };
@@ -334,6 +341,13 @@ void bind_metrics__correlator(struct bind_metrics *bm, uint64_t open, uint64_t e
 		return;
 	metric__set(bm->open_binds, NULL, (double)open);
 	metric__set(bm->evicted, NULL, (double)evicted);
+}
+
+void bind_metrics__read_behind(struct bind_metrics *bm, uint64_t behind_ns)
+{
+	if (!bm)
+		return;
+	metric__set(bm->read_behind, NULL, (double)behind_ns / 1e9);
 }
 
 void bind_metrics__evidence(struct bind_metrics *bm, uint64_t bytes, uint64_t max_bytes,

@@ -20,6 +20,7 @@
  *   bindtrace_otlp_spans_dropped_total{reason}                   counter (--otlp)
  *   bindtrace_otlp_queue_bytes                                   gauge (--otlp)
  *   bindtrace_open_binds                                         gauge, binds in flight
+ *   bindtrace_read_behind_seconds                                gauge, the reader's lag
  *   bindtrace_binds_evicted_total                                counter, closed early (table full)
  *   bindtrace_evidence_bytes, bindtrace_evidence_max_bytes       gauge (with --evidence)
  *   bindtrace_evidence_removed_total                             counter (with --evidence)
@@ -65,6 +66,9 @@ void bind_metrics__bpf_counters(struct bind_metrics *bm, uint64_t ringbuf_drops,
 /* The correlator's binds in flight, and those it closed early, as they were, because its table of
  * open binds was full (they are in bindtrace_binds_total too). */
 void bind_metrics__correlator(struct bind_metrics *bm, uint64_t open, uint64_t evicted);
+/* How old the newest record of the tracer's last read of its ring buffer was when it ended (ns;
+ * session__read_lag): milliseconds while it keeps up, seconds while it reads a backlog. */
+void bind_metrics__read_behind(struct bind_metrics *bm, uint64_t behind_ns);
 /* --evidence's size bound: bytes its bind directories take, the bound, and the bind directories
  * removed (oldest first) to stay under it. */
 void bind_metrics__evidence(struct bind_metrics *bm, uint64_t bytes, uint64_t max_bytes,

@@ -27,10 +27,10 @@ struct session {
 	struct bpf_link **tracepoints;
 	size_t n_tracepoints;
 	uint64_t events;
-	/* This read's records left before it breaks (see session__run), and the newest record's
-	 * time so far. */
+	/* This read's records left before it breaks (see session__run), and its newest record's
+	 * time (0: none yet); how old that record was when the read ended (0: nothing read). */
 	unsigned batch_left;
-	uint64_t newest_ns;
+	uint64_t newest_ns, lag_ns;
 	bool poll_fast;
 	/* BINDTRACE_TLS_KEYS=1: the connections whose TLS 1.3 state was read, by process. */
 	struct tls_keys_count {
@@ -626,6 +626,7 @@ static int read_batch(struct session *s, int timeout_ms, bool *behind)
 	int err;
 
 	s->batch_left = SESSION_READ_BATCH;
+	s->newest_ns = 0;
 	err = ring_buffer__poll(s->ring, timeout_ms);
 	if (err >= 0)
 		err = ring_buffer__consume(s->ring); /* what came without a wakeup */
@@ -637,6 +638,7 @@ static int read_batch(struct session *s, int timeout_ms, bool *behind)
  * the newest record's time (what has been read of a backlog). */
 static void between(struct session *s, uint64_t now, bool behind)
 {
+	s->lag_ns = s->newest_ns && s->newest_ns < now ? now - s->newest_ns : 0;
 	if (s->h.between)
 		s->h.between(s->h.between_ctx, now,
 			     behind && s->newest_ns < now ? s->newest_ns : now);
@@ -677,6 +679,11 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 		between(s, util__monotonic_ns(), behind);
 	} while (behind);
 	return 0;
+}
+
+uint64_t session__read_lag(const struct session *s)
+{
+	return s->lag_ns;
 }
 
 void session__stop(struct session *s)

@@ -128,6 +128,10 @@ void session__poll_fast(struct session *s, bool fast);
 void session__catch_signals(void);
 bool session__stop_requested(void);
 
+/* How old the newest record of the last read was when it ended (ns; 0 when it read none): about
+ * the poll interval at most while the reader keeps up, seconds when it reads a backlog (held off
+ * the CPU). */
+uint64_t session__read_lag(const struct session *s);
 /* Records read so far. */
 uint64_t session__events(const struct session *s);
 /* The BPF programs' counters (enum capture_counter), summed over CPUs. */

@@ -30,6 +30,8 @@
 #include "watchers.h"
 
 #define TICK_NS 50000000ull /* the correlator's clock, and the drop counter */
+/* A read this far behind is said in the exit summary (a busy 2-core burst: under 0.1 s). */
+#define READ_BEHIND_SAID_NS 500000000ull
 /* Are the targets still there? Often: a restarted etcd or kube-scheduler is connected to within
  * a second, and a connection met after its start is read without its HPACK state. */
 #define RESTART_CHECK_NS 100000000ull
@@ -51,6 +53,9 @@ struct tracer {
 	int64_t wall_offset_ns;
 	uint64_t binds_printed, drops_seen;
 	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
+	/* How old the newest record of the last read was when it ended (session__read_lag), and the
+	 * most it ever was. */
+	uint64_t behind_ns, max_behind_ns;
 	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
 
@@ -283,6 +288,7 @@ static void publish_metrics(struct tracer *tr)
 	session__counters(tr->session, counters);
 	bind_metrics__bpf_counters(tr->metrics, counters[COUNTER_RINGBUF_DROPS],
 				   counters[COUNTER_TRUNCATED]);
+	bind_metrics__read_behind(tr->metrics, tr->behind_ns);
 	if (tr->corr) {
 		correlator__stats(tr->corr, &cstats);
 		bind_metrics__correlator(tr->metrics, cstats.open, cstats.evicted);
@@ -414,6 +420,9 @@ static void between_reads(void *ctx, uint64_t now, uint64_t read_to)
 {
 	struct tracer *tr = ctx;
 
+	tr->behind_ns = session__read_lag(tr->session);
+	if (tr->behind_ns > tr->max_behind_ns)
+		tr->max_behind_ns = tr->behind_ns;
 	dispatch__run_queued(tr->dispatch);
 	sockets__refresh(tr->sockets, now);
 	if (now >= tr->next_tick || read_to < now) {
@@ -519,6 +528,14 @@ static void print_totals(struct tracer *tr)
 		(unsigned long long)cstats.pending, (unsigned long long)cstats.pending_evicted,
 		(unsigned long long)cstats.pending_expired, evicted,
 		dstats.conn_table_full ? "; connection table full: some traffic not decoded" : "");
+	/* Held off the CPU (a saturated node), the tracer reads a backlog afterwards: said, so
+	 * that late output is not taken for a slow control plane. */
+	if (tr->max_behind_ns >= READ_BEHIND_SAID_NS)
+		fprintf(stderr,
+			"bindtrace: reading the ring buffer fell behind by up to %.1f s (a tracer "
+			"kept off the CPU), and caught up%s\n",
+			(double)tr->max_behind_ns / 1e9,
+			tr->behind_ns >= READ_BEHIND_SAID_NS ? " but for the last read" : "");
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,
