@@ -672,12 +672,10 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 		if (deadline_ns && now >= deadline_ns)
 			break;
 	}
-	/* What is left, read the same way. */
-	do {
-		if (read_batch(s, 0, &behind))
-			break;
+	/* What is left; the step between reads only while a backlog is read (the correlator's
+	 * clock), as in the loop. */
+	while (!read_batch(s, 0, &behind) && behind)
 		between(s, util__monotonic_ns(), behind);
-	} while (behind);
 	return 0;
 }
 
