@@ -172,8 +172,8 @@ struct bind_metrics *bind_metrics__new(void)
 	if (!bm->build_info || !bm->target_info || !bm->target_attached || !bm->binds ||
 	    !bm->total || !bm->legs || !bm->missing || !bm->drops || !bm->truncated || !bm->gaps ||
 	    !bm->gap_bytes || !bm->refused || !bm->otlp_exported || !bm->otlp_dropped ||
-	    !bm->otlp_queue || !bm->open_binds || !bm->read_behind || !bm->evicted || !bm->evidence_bytes ||
-	    !bm->evidence_max || !bm->evidence_removed)
+	    !bm->otlp_queue || !bm->open_binds || !bm->read_behind || !bm->evicted ||
+	    !bm->evidence_bytes || !bm->evidence_max || !bm->evidence_removed)
 		goto fail;
 
 	metric__set(bm->build_info,

@@ -655,10 +655,10 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 	if (s->h.hangup)
 		signal(SIGHUP, on_signal);
 	while (!stopping) {
+		int wait_ms = s->poll_fast ? SESSION_POLL_FAST_MS : SESSION_POLL_MS;
 		uint64_t now;
 
-		err = read_batch(s, behind ? 0 : s->poll_fast ? SESSION_POLL_FAST_MS : SESSION_POLL_MS,
-				 &behind);
+		err = read_batch(s, behind ? 0 : wait_ms, &behind);
 		if (err) {
 			fprintf(stderr, "%s: ring buffer: %s\n", s->opt.name, strerror(-err));
 			return err;
