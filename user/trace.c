@@ -30,7 +30,7 @@
 #include "watchers.h"
 
 #define TICK_NS 50000000ull /* the correlator's clock, and the drop counter */
-/* A read this far behind is said in the exit summary (a busy 2-core burst: under 0.1 s). */
+/* A read that ended this far behind its newest record is said in the exit summary. */
 #define READ_BEHIND_SAID_NS 500000000ull
 /* Are the targets still there? Often: a restarted etcd or kube-scheduler is connected to within
  * a second, and a connection met after its start is read without its HPACK state. */
@@ -53,9 +53,7 @@ struct tracer {
 	int64_t wall_offset_ns;
 	uint64_t binds_printed, drops_seen;
 	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
-	/* How old the newest record of the last read was when it ended (session__read_lag), and the
-	 * most it ever was. */
-	uint64_t behind_ns, max_behind_ns;
+	uint64_t max_behind_ns; /* the most session__read_lag ever said */
 	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
 
@@ -288,7 +286,7 @@ static void publish_metrics(struct tracer *tr)
 	session__counters(tr->session, counters);
 	bind_metrics__bpf_counters(tr->metrics, counters[COUNTER_RINGBUF_DROPS],
 				   counters[COUNTER_TRUNCATED]);
-	bind_metrics__read_behind(tr->metrics, tr->behind_ns);
+	bind_metrics__read_behind(tr->metrics, session__read_lag(tr->session));
 	if (tr->corr) {
 		correlator__stats(tr->corr, &cstats);
 		bind_metrics__correlator(tr->metrics, cstats.open, cstats.evicted);
@@ -420,9 +418,8 @@ static void between_reads(void *ctx, uint64_t now, uint64_t read_to)
 {
 	struct tracer *tr = ctx;
 
-	tr->behind_ns = session__read_lag(tr->session);
-	if (tr->behind_ns > tr->max_behind_ns)
-		tr->max_behind_ns = tr->behind_ns;
+	if (session__read_lag(tr->session) > tr->max_behind_ns)
+		tr->max_behind_ns = session__read_lag(tr->session);
 	dispatch__run_queued(tr->dispatch);
 	sockets__refresh(tr->sockets, now);
 	if (now >= tr->next_tick || read_to < now) {
@@ -535,7 +532,9 @@ static void print_totals(struct tracer *tr)
 			"bindtrace: reading the ring buffer fell behind by up to %.1f s (a tracer "
 			"kept off the CPU), and caught up%s\n",
 			(double)tr->max_behind_ns / 1e9,
-			tr->behind_ns >= READ_BEHIND_SAID_NS ? " but for the last read" : "");
+			session__read_lag(tr->session) >= READ_BEHIND_SAID_NS
+			    ? " but for the last read"
+			    : "");
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,
