@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -24,6 +26,10 @@ struct session {
 	struct session_handlers h;
 	struct capture_bpf *skel;
 	struct ring_buffer *ring;
+	/* The ring's consumer and producer positions (read-only: libbpf's reader owns them), for
+	 * how much waits unread. */
+	const volatile unsigned long *positions;
+	size_t page_size;
 	struct bpf_link **tracepoints;
 	size_t n_tracepoints;
 	uint64_t events;
@@ -576,6 +582,15 @@ struct session *session__open(const struct session_options *opt)
 		fprintf(stderr, "%s: ring buffer: %s\n", opt->name, strerror(errno));
 		goto fail;
 	}
+	/* The consumer page, then the producer's: the kernel maps both read-only to anyone. */
+	s->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	s->positions = mmap(NULL, 2 * s->page_size, PROT_READ, MAP_SHARED,
+			    bpf_map__fd(s->skel->maps.events), 0);
+	if (s->positions == MAP_FAILED) {
+		fprintf(stderr, "%s: ring buffer positions: %s\n", opt->name, strerror(errno));
+		s->positions = NULL;
+		goto fail;
+	}
 	return s;
 fail:
 	session__close(s);
@@ -679,6 +694,24 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 	return 0;
 }
 
+uint64_t session__ring_waiting(const struct session *s)
+{
+	unsigned long consumer = s->positions[0];
+	unsigned long producer = s->positions[s->page_size / sizeof(*s->positions)];
+
+	return producer > consumer ? producer - consumer : 0;
+}
+
+int session__ring_fd(const struct session *s)
+{
+	return bpf_map__fd(s->skel->maps.events);
+}
+
+uint64_t session__ring_size(const struct session *s)
+{
+	return s->opt.ringbuf_bytes;
+}
+
 uint64_t session__read_lag(const struct session *s)
 {
 	return s->lag_ns;
@@ -771,6 +804,8 @@ void session__close(struct session *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->ring);
+	if (s->positions)
+		munmap((void *)s->positions, 2 * s->page_size);
 	links__close_all(s->tracepoints, s->n_tracepoints, NULL, 0);
 	free(s->tracepoints);
 	capture_bpf__destroy(s->skel);

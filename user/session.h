@@ -132,6 +132,11 @@ bool session__stop_requested(void);
  * the poll interval at most while the reader keeps up, seconds when it reads a backlog (held off
  * the CPU). */
 uint64_t session__read_lag(const struct session *s);
+/* Bytes written to the ring buffer and not yet read (records and their headers), from any
+ * thread; the ring's size; its map fd (for another thread's epoll on its wakeups). */
+uint64_t session__ring_waiting(const struct session *s);
+uint64_t session__ring_size(const struct session *s);
+int session__ring_fd(const struct session *s);
 /* Records read so far. */
 uint64_t session__events(const struct session *s);
 /* The BPF programs' counters (enum capture_counter), summed over CPUs. */

@@ -17,6 +17,7 @@
 #include "correlate.h"
 #include "dispatch.h"
 #include "evidence_quota.h"
+#include "idle_reader.h"
 #include "metrics_http.h"
 #include "session.h"
 #include "sockdiag.h"
@@ -54,6 +55,7 @@ struct tracer {
 	uint64_t binds_printed, drops_seen;
 	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
 	uint64_t max_behind_ns; /* the most session__read_lag ever said */
+	struct idle_reader *idle; /* --nice idle */
 	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
 
@@ -529,12 +531,20 @@ static void print_totals(struct tracer *tr)
 	 * that late output is not taken for a slow control plane. */
 	if (tr->max_behind_ns >= READ_BEHIND_SAID_NS)
 		fprintf(stderr,
-			"bindtrace: reading the ring buffer fell behind by up to %.1f s (a tracer "
-			"kept off the CPU), and caught up%s\n",
+			"bindtrace: reading the ring buffer fell behind by up to %.1f s (%s), and "
+			"caught up%s\n",
 			(double)tr->max_behind_ns / 1e9,
+			tr->idle ? "--nice idle: it gave way to the control plane"
+				    : "a tracer kept off the CPU",
 			session__read_lag(tr->session) >= READ_BEHIND_SAID_NS
 			    ? " but for the last read"
 			    : "");
+	if (idle_reader__catch_ups(tr->idle))
+		fprintf(stderr,
+			"bindtrace: --nice idle: the ring buffer was a quarter full %llu times; read at "
+			"the priority started with for %.1f s in all\n",
+			(unsigned long long)idle_reader__catch_ups(tr->idle),
+			(double)idle_reader__caught_up_ns(tr->idle, util__monotonic_ns()) / 1e9);
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,
@@ -558,6 +568,7 @@ static void tracer__free(struct tracer *tr)
 	struct step t;
 
 	step_begin(&t);
+	idle_reader__free(tr->idle); /* its watchdog reads the session's ring */
 	metrics_server__stop(tr->metrics_server);
 	targets__close(&tr->targets);
 	step_done("exit", "uprobes and tracepoints closed (their grace periods left to a child)",
@@ -577,7 +588,8 @@ static void tracer__free(struct tracer *tr)
 /* --nice N: every thread of the tracer (the metrics and OTLP threads are running by now) at
  * nice N; threads made later inherit it. Without --nice the tracer keeps the priority it was
  * started with. A failure (a negative N without CAP_SYS_NICE) is said and changes nothing else. */
-static void set_nice(const struct trace_options *opt)
+static void set_nice(const struct trace_options *opt, const struct session *session,
+		     struct idle_reader **idle)
 {
 	struct dirent *d;
 	DIR *dir;
@@ -585,6 +597,12 @@ static void set_nice(const struct trace_options *opt)
 
 	if (!opt->nice_given)
 		return;
+	if (opt->nice_idle) {
+		*idle = idle_reader__start(session);
+		if (*idle && verbose)
+			fprintf(stderr, "bindtrace: start: running under SCHED_IDLE (--nice idle)\n");
+		return;
+	}
 	errno = 0;
 	was = getpriority(PRIO_PROCESS, 0);
 	if (was == -1 && errno)
@@ -650,7 +668,7 @@ int cmd_trace(int argc, char **argv)
 	if (targets__attach_all(&tr->targets, tr->session))
 		goto cleanup;
 	step_done("start", "targets attached", &step);
-	set_nice(&tr->opt);
+	set_nice(&tr->opt, tr->session, &tr->idle);
 	if (start(tr))
 		goto cleanup;
 	step_done("start", "correlator made and the apiserver's connections read", &step);

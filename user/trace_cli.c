@@ -94,11 +94,13 @@ static const struct argp_option trace_argp_options[] = {
 	  "Ring buffer size, a power of two >= 4096 (default 4194304)", 4 },
 	{ "linger", OPT_LINGER, "MS", 0,
 	  "Wait this long after a bind's response for its watch events (default 500)", 4 },
-	{ "nice", OPT_NICE, "N", 0,
+	{ "nice", OPT_NICE, "N|idle", 0,
 	  "Once attached, run at nice N (-20..19; default: as started). 10 or 19 lets a busy "
 	  "node's control plane have the CPU first: the probes run in the traced processes and "
 	  "take their timestamps there, so a tracer that runs later times nothing later, and one "
-	  "that falls behind drops events, counted and shown",
+	  "that falls behind drops events, counted and shown. idle: run only on CPU time nothing "
+	  "else wants (SCHED_IDLE) while the ring buffer holds what waits, at the priority started "
+	  "with once it is half full (use with a larger --ringbuf-size, e.g. 67108864)",
 	  4 },
 	{ "probe-reads", OPT_PROBE_READS, NULL, 0,
 	  "Probe the apiserver's TLS Reads even when its scheduler and etcd are traced (binds "
@@ -332,12 +334,15 @@ static error_t parse_trace_opt(int key, char *arg, struct argp_state *state)
 		char *end;
 		long n;
 
+		opt->nice_given = true;
+		opt->nice_idle = !strcmp(arg, "idle");
+		if (opt->nice_idle)
+			break;
 		errno = 0;
 		n = strtol(arg, &end, 10);
 		if (errno || end == arg || *end || n < -20 || n > 19)
-			argp_error(state, "invalid --nice '%s' (-20..19)", arg);
+			argp_error(state, "invalid --nice '%s' (-20..19, or idle)", arg);
 		opt->nice = (int)n;
-		opt->nice_given = true;
 		break;
 	}
 	case OPT_LINGER:

@@ -1,0 +1,213 @@
+/* The reader that gives way to the control plane while the ring buffer holds: see idle_reader.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "idle_reader.h"
+#include "session.h"
+#include "util.h"
+
+/* The reader catches up once a quarter of the ring waits, and gives way again at a sixteenth.
+ * Half, at first, left it too little: beside two busy loops the reader at its own priority had
+ * about 14% of a CPU, and a ring half full filled up before it was read down (drops in one of
+ * four bursts of 500 binds). */
+#define CATCH_UP_AT(size) ((size) / 4)
+#define GIVE_WAY_AT(size) ((size) / 16)
+/* While a sixteenth waits, the watchdog looks this often: a quarter of a 4 MiB ring fills in
+ * 100 ms at 10 MB/s, more than a burst at 1000 kubelets writes. Otherwise at least every
+ * WATCH_IDLE_MS: the ring's wakeup at an eighth can be missed (two CPUs' records that cross the
+ * mark together each find it crossed already), and a watchdog left asleep then let a ring fill
+ * (24,151 drops in one of four bursts beside busy loops). */
+#define WATCH_MS 10
+#define WATCH_IDLE_MS 50
+
+struct idle_reader {
+	const struct session *session;
+	pid_t reader;	       /* the reading thread's tid */
+	int epoll_fd, stop_fd; /* the watchdog sleeps on the ring's fd and stop_fd */
+	pthread_t watchdog;
+	bool watching;	      /* the thread runs */
+	pthread_mutex_t lock; /* what follows */
+	bool caught_up;	      /* the reader at its own priority, reading down */
+	uint64_t catch_ups, caught_up_ns, caught_up_since_ns;
+};
+
+static int set_policy(pid_t tid, int policy)
+{
+	struct sched_param param = { 0 };
+
+	return sched_setscheduler(tid, policy, &param) ? -errno : 0;
+}
+
+/* The watchdog alone changes the reader's policy: the reader, once SCHED_IDLE, may be held off
+ * the CPU at any instruction, so it holds nothing the watchdog waits for. lock guards only the
+ * counts, for idle_reader__catch_ups. */
+static void *watch(void *arg)
+{
+	struct idle_reader *r = arg;
+	uint64_t size = session__ring_size(r->session);
+	struct epoll_event ev;
+
+	for (;;) {
+		uint64_t waiting = session__ring_waiting(r->session), now = util__monotonic_ns();
+		int n;
+
+		/* The reader back at the policy it had (SCHED_OTHER; its nice is kept) until it
+		 * has read the ring down. */
+		if (!r->caught_up && waiting >= CATCH_UP_AT(size) &&
+		    !set_policy(r->reader, SCHED_OTHER)) {
+			pthread_mutex_lock(&r->lock);
+			r->caught_up = true;
+			r->catch_ups++;
+			r->caught_up_since_ns = now;
+			pthread_mutex_unlock(&r->lock);
+		} else if (r->caught_up && waiting <= GIVE_WAY_AT(size) &&
+			   !set_policy(r->reader, SCHED_IDLE)) {
+			pthread_mutex_lock(&r->lock);
+			r->caught_up = false;
+			r->caught_up_ns += now - r->caught_up_since_ns;
+			pthread_mutex_unlock(&r->lock);
+		}
+		/* The ring wakes its sleepers when an eighth of it waits (capture.bpf.c
+		 * ringbuf_flags); edge-triggered, so only that wakes this one early. */
+		n = epoll_wait(r->epoll_fd, &ev, 1,
+			       r->caught_up || waiting >= GIVE_WAY_AT(size) ? WATCH_MS
+									    : WATCH_IDLE_MS);
+		if (n > 0 && ev.data.fd == r->stop_fd)
+			break;
+		if (n < 0 && errno != EINTR)
+			break;
+	}
+	return NULL;
+}
+
+static int watch_fd(int epoll_fd, int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.fd = fd };
+
+	return epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* Every thread made so far to SCHED_IDLE. 0 or -errno. */
+static int all_threads_idle(void)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+	int err = 0;
+
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir)) && !err)
+		if (d->d_name[0] != '.')
+			err = set_policy((pid_t)strtol(d->d_name, NULL, 10), SCHED_IDLE);
+	closedir(dir);
+	return err;
+}
+
+struct idle_reader *idle_reader__start(const struct session *session)
+{
+	struct idle_reader *r = calloc(1, sizeof(*r));
+	pthread_attr_t attr;
+	struct sched_param param;
+	const char *what;
+	int err, policy;
+
+	if (!r) {
+		fprintf(stderr, "bindtrace: --nice idle: out of memory\n");
+		return NULL;
+	}
+	r->session = session;
+	r->reader = gettid();
+	r->epoll_fd = r->stop_fd = -1;
+	pthread_mutex_init(&r->lock, NULL);
+	/* The watchdog keeps the policy the tracer started with. */
+	what = "sched_getparam";
+	policy = sched_getscheduler(0);
+	if (policy < 0 || sched_getparam(0, &param))
+		goto fail_errno;
+	what = "epoll";
+	r->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->epoll_fd < 0)
+		goto fail_errno;
+	r->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (r->stop_fd < 0)
+		goto fail_errno;
+	err = watch_fd(r->epoll_fd, session__ring_fd(session), EPOLLIN | EPOLLET);
+	if (!err)
+		err = watch_fd(r->epoll_fd, r->stop_fd, EPOLLIN);
+	if (err)
+		goto fail;
+	what = "SCHED_IDLE";
+	err = all_threads_idle();
+	if (err)
+		goto fail;
+	what = "watchdog thread";
+	pthread_attr_init(&attr);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, policy);
+	pthread_attr_setschedparam(&attr, &param);
+	err = -pthread_create(&r->watchdog, &attr, watch, r);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		set_policy(0, policy); /* nothing changed: the reader alone was made idle so far */
+		goto fail;
+	}
+	r->watching = true;
+	pthread_setname_np(r->watchdog, "idle-watchdog");
+	return r;
+fail_errno:
+	err = -errno;
+fail:
+	fprintf(stderr, "bindtrace: --nice idle: %s: %s\n", what, strerror(-err));
+	idle_reader__free(r);
+	errno = -err;
+	return NULL;
+}
+
+uint64_t idle_reader__catch_ups(struct idle_reader *r)
+{
+	uint64_t n;
+
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	n = r->catch_ups;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+uint64_t idle_reader__caught_up_ns(struct idle_reader *r, uint64_t now_ns)
+{
+	uint64_t ns;
+
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	ns = r->caught_up_ns + (r->caught_up ? now_ns - r->caught_up_since_ns : 0);
+	pthread_mutex_unlock(&r->lock);
+	return ns;
+}
+
+void idle_reader__free(struct idle_reader *r)
+{
+	uint64_t one = 1;
+
+	if (!r)
+		return;
+	if (r->watching && write(r->stop_fd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(r->watchdog, NULL);
+	if (r->stop_fd >= 0)
+		close(r->stop_fd);
+	if (r->epoll_fd >= 0)
+		close(r->epoll_fd);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}

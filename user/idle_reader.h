@@ -1,0 +1,37 @@
+/* `--nice idle`: the tracer reads on CPU time the control plane leaves. Its threads run under
+ * SCHED_IDLE: on a node whose CPUs a burst of binds keeps busy, the control plane's threads have
+ * a CPU as soon as they wake, instead of waiting for the tracer's slice to end, and the tracer
+ * reads in the gaps or after the burst. The records wait in the ring buffer, each with the
+ * kernel timestamp its probe took in the traced process, so nothing is timed later.
+ *
+ * A ring buffer cannot wait for ever, and a SCHED_IDLE thread on CPUs that are never idle may
+ * not run for seconds: a watchdog thread at the priority the tracer started with looks at the
+ * ring every 50 ms, or when the ring wakes it (an eighth of it waiting unread), and every 10 ms
+ * while a sixteenth waits; once a quarter does, it puts the reading thread back at that priority
+ * until the reader has read the ring down to a sixteenth, then makes it SCHED_IDLE again. The watchdog
+ * alone changes the reader's policy: a SCHED_IDLE thread may be held off the CPU anywhere, so the
+ * reader holds nothing the watchdog could wait for. What the ring holds is what a node may
+ * defer: about 24 KB a bind at 1000 kubelets (README, Performance).
+ *
+ * One per process, started on the thread that reads the ring buffer. */
+#ifndef BINDTRACE_IDLE_READER_H
+#define BINDTRACE_IDLE_READER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct session;
+struct idle_reader;
+
+/* Every thread of the process (and those it makes later) to SCHED_IDLE, and the watchdog on
+ * session's ring buffer started; the calling thread is the reader. NULL with errno set after a
+ * one-line error (nothing changed then). */
+struct idle_reader *idle_reader__start(const struct session *session);
+/* How often a quarter of the ring waited, and for how long in all the reader ran at its own priority to
+ * read it down (0 for NULL). */
+uint64_t idle_reader__catch_ups(struct idle_reader *r);
+uint64_t idle_reader__caught_up_ns(struct idle_reader *r, uint64_t now_ns);
+/* Stops the watchdog and frees r (the threads stay under SCHED_IDLE); NULL is fine. */
+void idle_reader__free(struct idle_reader *r);
+
+#endif
