@@ -1,7 +1,6 @@
 /* The reader that gives way to the control plane while the ring buffer holds: see idle_reader.h. */
 #include <dirent.h>
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -31,7 +30,9 @@
 
 struct idle_reader {
 	const struct session *session;
-	pid_t reader;	       /* the reading thread's tid */
+	pid_t reader; /* the reading thread's tid */
+	int policy;   /* the one it started with, for catching up */
+	struct sched_param param;
 	int epoll_fd, stop_fd; /* the watchdog sleeps on the ring's fd and stop_fd */
 	pthread_t watchdog;
 	bool watching;	      /* the thread runs */
@@ -47,6 +48,12 @@ static int set_policy(pid_t tid, int policy)
 	return sched_setscheduler(tid, policy, &param) ? -errno : 0;
 }
 
+/* tid back at the policy (and its priority) the tracer started with. */
+static int set_started_policy(const struct idle_reader *r, pid_t tid)
+{
+	return sched_setscheduler(tid, r->policy, &r->param) ? -errno : 0;
+}
+
 /* The watchdog alone changes the reader's policy: the reader, once SCHED_IDLE, may be held off
  * the CPU at any instruction, so it holds nothing the watchdog waits for. lock guards only the
  * counts, for idle_reader__catch_ups. */
@@ -60,10 +67,10 @@ static void *watch(void *arg)
 		uint64_t waiting = session__ring_waiting(r->session), now = util__monotonic_ns();
 		int n;
 
-		/* The reader back at the policy it had (SCHED_OTHER; its nice is kept) until it
-		 * has read the ring down. */
+		/* The reader back at the policy it started with (its nice is kept) until it has
+		 * read the ring down. */
 		if (!r->caught_up && waiting >= CATCH_UP_AT(size) &&
-		    !set_policy(r->reader, SCHED_OTHER)) {
+		    !set_started_policy(r, r->reader)) {
 			pthread_mutex_lock(&r->lock);
 			r->caught_up = true;
 			r->catch_ups++;
@@ -116,9 +123,8 @@ struct idle_reader *idle_reader__start(const struct session *session)
 {
 	struct idle_reader *r = calloc(1, sizeof(*r));
 	pthread_attr_t attr;
-	struct sched_param param;
 	const char *what;
-	int err, policy;
+	int err;
 
 	if (!r) {
 		fprintf(stderr, "bindtrace: --nice idle: out of memory\n");
@@ -130,8 +136,8 @@ struct idle_reader *idle_reader__start(const struct session *session)
 	pthread_mutex_init(&r->lock, NULL);
 	/* The watchdog keeps the policy the tracer started with. */
 	what = "sched_getparam";
-	policy = sched_getscheduler(0);
-	if (policy < 0 || sched_getparam(0, &param))
+	r->policy = sched_getscheduler(0);
+	if (r->policy < 0 || sched_getparam(0, &r->param))
 		goto fail_errno;
 	what = "epoll";
 	r->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -152,14 +158,12 @@ struct idle_reader *idle_reader__start(const struct session *session)
 	what = "watchdog thread";
 	pthread_attr_init(&attr);
 	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy(&attr, policy);
-	pthread_attr_setschedparam(&attr, &param);
+	pthread_attr_setschedpolicy(&attr, r->policy);
+	pthread_attr_setschedparam(&attr, &r->param);
 	err = -pthread_create(&r->watchdog, &attr, watch, r);
 	pthread_attr_destroy(&attr);
-	if (err) {
-		set_policy(0, policy); /* nothing changed: the reader alone was made idle so far */
+	if (err)
 		goto fail;
-	}
 	r->watching = true;
 	pthread_setname_np(r->watchdog, "idle-watchdog");
 	return r;
@@ -167,6 +171,8 @@ fail_errno:
 	err = -errno;
 fail:
 	fprintf(stderr, "bindtrace: --nice idle: %s: %s\n", what, strerror(-err));
+	if (r->policy >= 0) /* read: the reader back at it (it may have been made idle) */
+		set_started_policy(r, 0);
 	idle_reader__free(r);
 	errno = -err;
 	return NULL;
