@@ -1,5 +1,4 @@
 /* The reader that gives way to the control plane while the ring buffer holds: see idle_reader.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -103,20 +102,10 @@ static int watch_fd(int epoll_fd, int fd, uint32_t events)
 	return epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-/* Every thread made so far to SCHED_IDLE. 0 or -errno. */
-static int all_threads_idle(void)
+static int make_idle(pid_t tid, void *ctx)
 {
-	struct dirent *d;
-	DIR *dir = opendir("/proc/self/task");
-	int err = 0;
-
-	if (!dir)
-		return -errno;
-	while ((d = readdir(dir)) && !err)
-		if (d->d_name[0] != '.')
-			err = set_policy((pid_t)strtol(d->d_name, NULL, 10), SCHED_IDLE);
-	closedir(dir);
-	return err;
+	(void)ctx;
+	return set_policy(tid, SCHED_IDLE);
 }
 
 struct idle_reader *idle_reader__start(const struct session *session)
@@ -152,7 +141,7 @@ struct idle_reader *idle_reader__start(const struct session *session)
 	if (err)
 		goto fail;
 	what = "SCHED_IDLE";
-	err = all_threads_idle();
+	err = util__each_thread(make_idle, NULL);
 	if (err)
 		goto fail;
 	what = "watchdog thread";

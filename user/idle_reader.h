@@ -25,8 +25,8 @@ struct idle_reader;
 
 /* Every thread of the process (and those it makes later) to SCHED_IDLE, and the watchdog on
  * session's ring buffer started; the calling thread is the reader. NULL with errno set after a
- * one-line error: the watchdog not started, the reader back at its policy (a thread that could
- * not be made SCHED_IDLE stops the rest: those before it stay so). */
+ * one-line error: the watchdog not started, the reader back at its policy (other threads made
+ * SCHED_IDLE before the failure stay so). */
 struct idle_reader *idle_reader__start(const struct session *session);
 /* How often a quarter of the ring waited, and for how long in all the reader ran at its own priority to
  * read it down (0 for NULL). */

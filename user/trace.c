@@ -4,7 +4,6 @@
  * correlator, outputs), and between reads of the ring buffer does what may block: the queued
  * work, the sockets' refresh, the correlator's clock, restarts and closed connections. Finished
  * binds come back through on_bind to stdout (or --output) and the file outputs. */
-#include <dirent.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -53,8 +52,8 @@ struct tracer {
 	struct metrics_server *metrics_server; /* --metrics */
 	int64_t wall_offset_ns;
 	uint64_t binds_printed, drops_seen;
-	uint64_t drops_read_ns; /* when the drop counter was last read (0: never) */
-	uint64_t max_behind_ns; /* the most session__read_lag ever said */
+	uint64_t drops_read_ns;	  /* when the drop counter was last read (0: never) */
+	uint64_t max_behind_ns;	  /* the most session__read_lag ever said */
 	struct idle_reader *idle; /* --nice idle */
 	uint64_t next_tick, next_restart_check, next_metrics, next_sweep;
 };
@@ -535,16 +534,17 @@ static void print_totals(struct tracer *tr)
 			"caught up%s\n",
 			(double)tr->max_behind_ns / 1e9,
 			tr->idle ? "--nice idle: it gave way to the control plane"
-				    : "a tracer kept off the CPU",
+				 : "a tracer kept off the CPU",
 			session__read_lag(tr->session) >= READ_BEHIND_SAID_NS
 			    ? " but for the last read"
 			    : "");
 	if (idle_reader__catch_ups(tr->idle))
-		fprintf(stderr,
-			"bindtrace: --nice idle: the ring buffer was a quarter full %llu times; read at "
-			"the priority started with for %.1f s in all\n",
-			(unsigned long long)idle_reader__catch_ups(tr->idle),
-			(double)idle_reader__caught_up_ns(tr->idle, util__monotonic_ns()) / 1e9);
+		fprintf(
+		    stderr,
+		    "bindtrace: --nice idle: the ring buffer was a quarter full %llu times; read at "
+		    "the priority started with for %.1f s in all\n",
+		    (unsigned long long)idle_reader__catch_ups(tr->idle),
+		    (double)idle_reader__caught_up_ns(tr->idle, util__monotonic_ns()) / 1e9);
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,
@@ -585,40 +585,35 @@ static void tracer__free(struct tracer *tr)
 	free(tr);
 }
 
+static int renice(pid_t tid, void *ctx)
+{
+	return setpriority(PRIO_PROCESS, (id_t)tid, *(const int *)ctx) ? -errno : 0;
+}
+
 /* --nice N: every thread of the tracer (the metrics and OTLP threads are running by now) at
  * nice N; threads made later inherit it. Without --nice the tracer keeps the priority it was
  * started with. A failure (a negative N without CAP_SYS_NICE) is said and changes nothing else. */
 static void set_nice(const struct trace_options *opt, const struct session *session,
 		     struct idle_reader **idle)
 {
-	struct dirent *d;
-	DIR *dir;
-	int was, failed = 0;
+	int was, err;
 
 	if (!opt->nice_given)
 		return;
 	if (opt->nice_idle) {
 		*idle = idle_reader__start(session);
 		if (*idle && verbose)
-			fprintf(stderr, "bindtrace: start: running under SCHED_IDLE (--nice idle)\n");
+			fprintf(stderr,
+				"bindtrace: start: running under SCHED_IDLE (--nice idle)\n");
 		return;
 	}
 	errno = 0;
 	was = getpriority(PRIO_PROCESS, 0);
 	if (was == -1 && errno)
 		was = 0;
-	dir = opendir("/proc/self/task");
-	if (!dir) {
-		fprintf(stderr, "bindtrace: --nice: /proc/self/task: %s\n", strerror(errno));
-		return;
-	}
-	while ((d = readdir(dir)))
-		if (d->d_name[0] != '.' &&
-		    setpriority(PRIO_PROCESS, (id_t)strtoul(d->d_name, NULL, 10), opt->nice))
-			failed = errno;
-	closedir(dir);
-	if (failed)
-		fprintf(stderr, "bindtrace: --nice %d: %s\n", opt->nice, strerror(failed));
+	err = util__each_thread(renice, (void *)&opt->nice);
+	if (err)
+		fprintf(stderr, "bindtrace: --nice %d: %s\n", opt->nice, strerror(-err));
 	else if (verbose)
 		fprintf(stderr, "bindtrace: start: running at nice %d (was %d; --nice)\n",
 			opt->nice, was);

@@ -1,4 +1,5 @@
 /* Small shared pieces used by several subcommands. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -93,6 +94,24 @@ uint64_t util__realtime_ns(void)
 uint64_t util__cpu_ns(void)
 {
 	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+int util__each_thread(int (*fn)(pid_t tid, void *ctx), void *ctx)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *d;
+	int err = 0, one;
+
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.') {
+			one = fn((pid_t)strtol(d->d_name, NULL, 10), ctx);
+			if (one && !err)
+				err = one;
+		}
+	closedir(dir);
+	return err;
 }
 
 int64_t util__wall_offset_ns(void)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct json_t;
 
@@ -26,6 +27,9 @@ uint64_t util__realtime_ns(void);
 /* CPU time this process has used (all its threads, user and system): for --verbose's step
  * timings, which wall time alone misreads on a loaded machine. */
 uint64_t util__cpu_ns(void);
+/* Calls fn(tid, ctx) for every thread of this process (/proc/self/task), each even after one
+ * failed: 0, or the first negative errno (fn's, or opendir's). */
+int util__each_thread(int (*fn)(pid_t tid, void *ctx), void *ctx);
 /* Offset to add to a CLOCK_MONOTONIC (bpf_ktime_get_ns) stamp to get wall-clock ns. */
 int64_t util__wall_offset_ns(void);
 
