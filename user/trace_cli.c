@@ -99,8 +99,9 @@ static const struct argp_option trace_argp_options[] = {
 	  "node's control plane have the CPU first: the probes run in the traced processes and "
 	  "take their timestamps there, so a tracer that runs later times nothing later, and one "
 	  "that falls behind drops events, counted and shown. idle: run only on CPU time nothing "
-	  "else wants (SCHED_IDLE) while the ring buffer holds what waits, at the priority started "
-	  "with once it is half full (use with a larger --ringbuf-size, e.g. 67108864)",
+	  "else wants (SCHED_IDLE); a watchdog puts the reader back at the priority started with "
+	  "while a quarter of the ring buffer waits unread (with many watchers or a busy node, "
+	  "give a larger --ringbuf-size, e.g. 67108864)",
 	  4 },
 	{ "probe-reads", OPT_PROBE_READS, NULL, 0,
 	  "Probe the apiserver's TLS Reads even when its scheduler and etcd are traced (binds "
