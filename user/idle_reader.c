@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +37,25 @@ struct idle_reader {
 	int epoll_fd, stop_fd; /* the watchdog sleeps on the ring's fd and stop_fd */
 	pthread_t watchdog;
 	bool watching;	      /* the thread runs */
+	bool said_refused;    /* the watchdog's one line on a refused catch-up */
+	_Atomic bool hold;    /* idle_reader__hold */
 	pthread_mutex_t lock; /* what follows */
 	bool caught_up;	      /* the reader at its own priority, reading down */
 	uint64_t catch_ups, caught_up_ns, caught_up_since_ns;
 };
+
+/* The watchdog's one line when the reader could not be put back (idle_reader__can_catch_up
+ * said it could at start: the tracer's capabilities changed since). */
+static void say_refused(struct idle_reader *r, int err)
+{
+	if (r->said_refused)
+		return;
+	r->said_refused = true;
+	fprintf(stderr,
+		"bindtrace: --nice idle: the reader could not be put back at its priority (%s); "
+		"a busy node may fill the ring buffer\n",
+		strerror(-err));
+}
 
 static int set_policy(pid_t tid, int policy)
 {
@@ -64,18 +81,23 @@ static void *watch(void *arg)
 
 	for (;;) {
 		uint64_t waiting = session__ring_waiting(r->session), now = util__monotonic_ns();
-		int n;
+		bool hold = atomic_load(&r->hold), full = waiting >= CATCH_UP_AT(size);
+		int n, err;
 
 		/* The reader back at the policy it started with (its nice is kept) until it has
-		 * read the ring down. */
-		if (!r->caught_up && waiting >= CATCH_UP_AT(size) &&
-		    !set_started_policy(r, r->reader)) {
-			pthread_mutex_lock(&r->lock);
-			r->caught_up = true;
-			r->catch_ups++;
-			r->caught_up_since_ns = now;
-			pthread_mutex_unlock(&r->lock);
-		} else if (r->caught_up && waiting <= GIVE_WAY_AT(size) &&
+		 * read the ring down, and while it is held there. */
+		if (!r->caught_up && (full || hold)) {
+			err = set_started_policy(r, r->reader);
+			if (err) {
+				say_refused(r, err);
+			} else {
+				pthread_mutex_lock(&r->lock);
+				r->caught_up = true;
+				r->catch_ups += full;
+				r->caught_up_since_ns = now;
+				pthread_mutex_unlock(&r->lock);
+			}
+		} else if (r->caught_up && !hold && waiting <= GIVE_WAY_AT(size) &&
 			   !set_policy(r->reader, SCHED_IDLE)) {
 			pthread_mutex_lock(&r->lock);
 			r->caught_up = false;
@@ -93,6 +115,42 @@ static void *watch(void *arg)
 			break;
 	}
 	return NULL;
+}
+
+/* On a thread of its own: SCHED_IDLE, then back (the result its exit value). */
+static void *try_catch_up(void *arg)
+{
+	const struct sched_param *param = arg;
+	int policy = sched_getscheduler(0), err;
+
+	if (policy < 0)
+		return (void *)(intptr_t)-errno;
+	err = set_policy(0, SCHED_IDLE);
+	if (!err && sched_setscheduler(0, policy, param))
+		err = -errno;
+	return (void *)(intptr_t)err;
+}
+
+int idle_reader__can_catch_up(void)
+{
+	struct sched_param param;
+	pthread_t thread;
+	void *result;
+	int err;
+
+	if (sched_getparam(0, &param))
+		return -errno;
+	err = -pthread_create(&thread, NULL, try_catch_up, &param);
+	if (err)
+		return err;
+	pthread_join(thread, &result);
+	return (int)(intptr_t)result;
+}
+
+void idle_reader__hold(struct idle_reader *r, bool hold)
+{
+	if (r)
+		atomic_store(&r->hold, hold);
 }
 
 static int watch_fd(int epoll_fd, int fd, uint32_t events)

@@ -28,6 +28,15 @@ struct idle_reader;
  * one-line error: the watchdog not started, the reader back at its policy (other threads made
  * SCHED_IDLE before the failure stay so). */
 struct idle_reader *idle_reader__start(const struct session *session);
+/* 0 when a thread made SCHED_IDLE may be put back at the calling thread's policy, else -errno:
+ * the kernel lets it only with CAP_SYS_NICE or an RLIMIT_NICE that allows the thread's nice
+ * value, and a container's root given no SYS_NICE has neither (EPERM). Without it the watchdog
+ * could never catch up. Tried on a thread made for it, which exits: nothing else changes. */
+int idle_reader__can_catch_up(void);
+/* While hold is true the watchdog keeps the reader at the priority started with, whatever the
+ * ring holds: a restarted process awaited, to be found and attached as soon as it runs. NULL
+ * is fine. */
+void idle_reader__hold(struct idle_reader *r, bool hold);
 /* How often a quarter of the ring waited, and for how long in all the reader ran at its own priority to
  * read it down (0 for NULL). */
 uint64_t idle_reader__catch_ups(struct idle_reader *r);

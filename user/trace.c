@@ -32,6 +32,8 @@
 #define TICK_NS 50000000ull /* the correlator's clock, and the drop counter */
 /* A read that ended this far behind its newest record is said in the exit summary. */
 #define READ_BEHIND_SAID_NS 500000000ull
+/* --nice idle: time at the priority started with, said from a tenth of a second. */
+#define CAUGHT_UP_SAID_NS 100000000ull
 /* Are the targets still there? Often: a restarted etcd or kube-scheduler is connected to within
  * a second, and a connection met after its start is read without its HPACK state. */
 #define RESTART_CHECK_NS 100000000ull
@@ -446,6 +448,8 @@ static void between_reads(void *ctx, uint64_t now, uint64_t read_to)
 		 * successor is found and attached as soon (test-faults b: the restarted
 		 * scheduler's first reads). */
 		session__poll_fast(tr->session, targets__awaiting(&tr->targets));
+		/* ... and, under SCHED_IDLE, at the priority started with until it is attached. */
+		idle_reader__hold(tr->idle, targets__awaiting(&tr->targets));
 	}
 	if (now >= tr->next_metrics) {
 		publish_metrics(tr);
@@ -500,7 +504,7 @@ static void print_totals(struct tracer *tr)
 {
 	struct correlator_stats cstats;
 	struct dispatch_stats dstats;
-	uint64_t counters[COUNTER_MAX];
+	uint64_t counters[COUNTER_MAX], caught_up_ns;
 	char evicted[96] = "", gave_up[96] = "";
 
 	correlator__stats(tr->corr, &cstats);
@@ -538,13 +542,15 @@ static void print_totals(struct tracer *tr)
 			session__read_lag(tr->session) >= READ_BEHIND_SAID_NS
 			    ? " but for the last read"
 			    : "");
-	if (idle_reader__catch_ups(tr->idle))
+	caught_up_ns = idle_reader__caught_up_ns(tr->idle, util__monotonic_ns());
+	if (idle_reader__catch_ups(tr->idle) || caught_up_ns >= CAUGHT_UP_SAID_NS)
 		fprintf(
 		    stderr,
-		    "bindtrace: --nice idle: the ring buffer was a quarter full %llu times; read at "
-		    "the priority started with for %.1f s in all\n",
+		    "bindtrace: --nice idle: the ring buffer was a quarter full %llu times; read "
+		    "at the priority started with for %.1f s in all (to read it down, or to "
+		    "attach a restarted process)\n",
 		    (unsigned long long)idle_reader__catch_ups(tr->idle),
-		    (double)idle_reader__caught_up_ns(tr->idle, util__monotonic_ns()) / 1e9);
+		    (double)caught_up_ns / 1e9);
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,
@@ -590,16 +596,43 @@ static int renice(pid_t tid, void *ctx)
 	return setpriority(PRIO_PROCESS, (id_t)tid, *(const int *)ctx) ? -errno : 0;
 }
 
+/* --nice idle (the default) needs a reader that can be put back from SCHED_IDLE: asked for, a
+ * one-line error before anything is attached; the default, one line and the tracer runs as
+ * started. */
+static int idle_preflight(struct trace_options *opt)
+{
+	int err;
+
+	if (!opt->nice_idle)
+		return 0;
+	err = idle_reader__can_catch_up();
+	if (!err)
+		return 0;
+	if (opt->nice_given) {
+		fprintf(
+		    stderr,
+		    "bindtrace: --nice idle: a thread under SCHED_IDLE could not be put back at "
+		    "its priority (%s; it needs CAP_SYS_NICE): give --nice N instead\n",
+		    strerror(-err));
+		return -1;
+	}
+	fprintf(stderr,
+		"bindtrace: running at the priority started with, not under SCHED_IDLE (the "
+		"default --nice idle): a thread under it could not be put back (%s; it needs "
+		"CAP_SYS_NICE)\n",
+		strerror(-err));
+	opt->nice_idle = false;
+	return 0;
+}
+
 /* --nice N: every thread of the tracer (the metrics and OTLP threads are running by now) at
- * nice N; threads made later inherit it. Without --nice the tracer keeps the priority it was
- * started with. A failure (a negative N without CAP_SYS_NICE) is said and changes nothing else. */
+ * nice N; threads made later inherit it. --nice idle, the default: idle_reader.h. A failure (a
+ * negative N without CAP_SYS_NICE) is said and changes nothing else. */
 static void set_nice(const struct trace_options *opt, const struct session *session,
 		     struct idle_reader **idle)
 {
 	int was, err;
 
-	if (!opt->nice_given)
-		return;
 	if (opt->nice_idle) {
 		*idle = idle_reader__start(session);
 		if (*idle && verbose)
@@ -607,6 +640,8 @@ static void set_nice(const struct trace_options *opt, const struct session *sess
 				"bindtrace: start: running under SCHED_IDLE (--nice idle)\n");
 		return;
 	}
+	if (!opt->nice_given)
+		return;
 	errno = 0;
 	was = getpriority(PRIO_PROCESS, 0);
 	if (was == -1 && errno)
@@ -646,7 +681,7 @@ int cmd_trace(int argc, char **argv)
 	tr->wall_offset_ns = util__wall_offset_ns();
 	tr->outputs = trace_outputs__new(&tr->opt, tr->wall_offset_ns);
 	if (!tr->outputs || start_metrics(tr) || selfcheck__preflight("bindtrace") ||
-	    find_targets(tr))
+	    idle_preflight(&tr->opt) || find_targets(tr))
 		goto cleanup; /* each said why */
 	tr->sockets = sockets__new();
 	if (!tr->sockets) {
