@@ -94,14 +94,15 @@ static const struct argp_option trace_argp_options[] = {
 	  "Ring buffer size, a power of two >= 4096 (default 4194304)", 4 },
 	{ "linger", OPT_LINGER, "MS", 0,
 	  "Wait this long after a bind's response for its watch events (default 500)", 4 },
-	{ "nice", OPT_NICE, "N|idle", 0,
-	  "Once attached, run at nice N (-20..19; default: as started). 10 or 19 lets a busy "
-	  "node's control plane have the CPU first: the probes run in the traced processes and "
-	  "take their timestamps there, so a tracer that runs later times nothing later, and one "
-	  "that falls behind drops events, counted and shown. idle: run only on CPU time nothing "
-	  "else wants (SCHED_IDLE); a watchdog puts the reader back at the priority started with "
-	  "while a quarter of the ring buffer waits unread (with many watchers or a busy node, "
-	  "give a larger --ringbuf-size, e.g. 67108864)",
+	{ "nice", OPT_NICE, "idle|N", 0,
+	  "How the tracer runs once attached. idle (the default): only on CPU time nothing else "
+	  "wants (SCHED_IDLE), so a control-plane thread that wakes has a CPU at once. The probes "
+	  "run in the traced processes and take their timestamps there, so a tracer that reads "
+	  "later times nothing later; a watchdog puts the reader back at the priority started "
+	  "with while a quarter of the ring buffer waits unread (with many watchers or a busy "
+	  "node, give a larger --ringbuf-size, e.g. 67108864). It needs CAP_SYS_NICE; without it "
+	  "the tracer runs as started and says so. N: at nice N instead (-20..19; 0 is the usual "
+	  "priority)",
 	  4 },
 	{ "probe-reads", OPT_PROBE_READS, NULL, 0,
 	  "Probe the apiserver's TLS Reads even when its scheduler and etcd are traced (binds "
@@ -384,6 +385,7 @@ void trace_cli__parse(int argc, char **argv, struct trace_options *opt)
 	opt->ringbuf_bytes = 4 * 1024 * 1024;
 	opt->linger_ms = 500;
 	opt->watchers = true;
+	opt->nice_idle = true; /* README, Performance: what it changed */
 	opt->evidence_max_bytes = 1ull << 30;
 	evidence_max_given = false;
 	argp_parse(&argp, argc, argv, 0, NULL, opt);

@@ -49,9 +49,10 @@ struct trace_options {
 	unsigned long duration_s;
 	unsigned long ringbuf_bytes;
 	unsigned long linger_ms;
-	int nice;	 /* --nice: the tracer's threads run at this nice value once attached */
-	bool nice_given; /* without --nice, the tracer keeps the priority it started with */
-	bool nice_idle;	 /* --nice idle: SCHED_IDLE while the ring buffer holds (idle_reader.h) */
+	int nice;	 /* --nice N: the tracer's threads run at this nice value once attached */
+	bool nice_given; /* --nice given: idle or N */
+	bool nice_idle;	 /* --nice idle, the default: SCHED_IDLE while the ring buffer holds
+			  * (idle_reader.h) */
 	/* --scheduler-pid, --apiserver-pid, --etcd-pid: n of each, in the order given. */
 	struct trace_pids {
 		pid_t pid[TRACE_PIDS_PER_ROLE];
