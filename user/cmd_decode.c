@@ -534,6 +534,7 @@ static void print_msg(const struct decoded_msg *m, void *ctx)
 			      m->client_known, "unreliable", m->unreliable, "incomplete",
 			      m->incomplete, "streaming", m->streaming, "inferred", m->inferred);
 		json_object_del(j, "stream_id");
+		json_object_del(j, "path_inferred"); /* "inferred" below */
 		json_object_update(j, own);
 		json_decref(own);
 		char *s = json_dumps(j, JSON_COMPACT);
@@ -607,8 +608,8 @@ static const char doc[] =
     "\vOutput: one line per message: time since the first (ms), connection, direction (out: "
     "written by the traced process), kind, HTTP/2 stream, flags (C/S client or server side, "
     "c/s when guessed, U connection unreliable after a gap or a mid-connection start, "
-    "I message incomplete, W streaming, ~ etcd method inferred from the message because its "
-    ":path was never seen), and details. A raft message reads FROM->TO TYPE term= index= "
+    "I message incomplete, W streaming, ~ etcd method or a Binding's path inferred from the "
+    "message because its :path was never seen), and details. A raft message reads FROM->TO TYPE term= index= "
     "logterm= commit= entries=N, then each entry as [#INDEX tTERM request id=REQUEST-ID], a "
     "Txn with its compare and put keys; ? where the stream does not say yet (an msgappv2 "
     "stream met mid-way). --json prints one object per message with "

@@ -452,6 +452,48 @@ static void infer_method(struct conn_decoder *c, struct stream *s, int dir, cons
 		s->request_dir = dir;
 }
 
+/* A pod or namespace name as a path segment: the characters of a DNS subdomain only, so that
+ * nothing taken from a captured body can make a path say more than the Binding did. */
+static bool is_path_name(const char *v)
+{
+	size_t i;
+
+	for (i = 0; v[i]; i++)
+		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '-' ||
+		      v[i] == '.'))
+			return false;
+	return i > 0;
+}
+
+/* A request whose :path is a dynamic entry never seen, with a Binding for its body: the pod's
+ * path from the Binding's own name and namespace (the apiserver takes a Binding only by POST,
+ * and refuses one whose name is not the path's pod). A scheduler that binds a pod of a name it
+ * bound before on the same connection (a pod made again: a StatefulSet's, or a learner's "nginx")
+ * sends the path as the entry its encoder made then, before the tracer came: without this, the
+ * bind was not seen at all. The stream keeps it for the answer; both carry `inferred`. */
+static void infer_binding_path(struct stream *s, struct decoded_msg *m)
+{
+	const struct k8s_object *o = &m->body.k8s;
+	int n;
+
+	if (m->body_kind != BODY_K8S || o->kind != K8S_KIND_BINDING ||
+	    (s->http.method[0] && strcmp(s->http.method, "POST") != 0) ||
+	    !is_path_name(o->meta.namespace) || !is_path_name(o->meta.name))
+		return;
+	n = snprintf(s->http.path, sizeof(s->http.path), "/api/v1/namespaces/%s/pods/%s/binding",
+		     o->meta.namespace, o->meta.name);
+	if (n < 0 || (size_t)n >= sizeof(s->http.path)) {
+		s->http.path[0] = '\0';
+		return;
+	}
+	if (!s->http.method[0])
+		util__copy(s->http.method, sizeof(s->http.method), "POST");
+	s->inferred = true;
+	memcpy(m->http.path, s->http.path, sizeof(m->http.path));
+	memcpy(m->http.method, s->http.method, sizeof(m->http.method));
+	m->inferred = true;
+}
+
 /* One whole gRPC message (without its prefix) of stream s travelling in dir. */
 static void grpc_message(struct conn_decoder *c, struct stream *s, int dir, const uint8_t *buf,
 			 size_t len, bool compressed, uint64_t ts_first, uint64_t ts_last,
@@ -1100,6 +1142,8 @@ static void half_end(struct conn_decoder *c, struct stream *s, int dir, uint64_t
 		m->from_client = m->body.k8s.kind == K8S_KIND_BINDING;
 		m->kind = m->from_client ? DECODED_REQUEST : DECODED_RESPONSE;
 	}
+	if (m->kind == DECODED_REQUEST && s->head_unknown && !s->http.path[0])
+		infer_binding_path(s, m);
 	emit(c, m);
 	h->len = 0;
 }

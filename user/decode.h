@@ -12,7 +12,8 @@
  * A connection met mid-way (a tracer attaching to a running control plane) has an HPACK dynamic
  * table the decoder never saw: a :path or content-type from it is unknown. Such a stream is still
  * recognised as gRPC by its DATA, and the etcd method is inferred from the message content when
- * it fits one method's message strictly; those messages carry `inferred`.
+ * it fits one method's message strictly; a request whose body is a Binding has the pod's
+ * .../binding path from the Binding's name and namespace; those messages carry `inferred`.
  *
  * etcd's peer traffic (rafthttp on HTTP/1.1, see raft.h) is recognised by its request path and
  * reported as DECODED_RAFT_MESSAGE, one per raftpb.Message (a pipeline POST /raft body, each
@@ -103,8 +104,9 @@ struct decoded_msg {
 	enum conn_dir dir;    /* the direction the message travelled */
 	bool from_client;     /* sent by the connection's client */
 	bool client_known;    /* from_client is known, not guessed */
-	bool inferred;	      /* http.path (an etcd method) was inferred from the message content:
-			       * the :path was an HPACK entry inserted before capture */
+	bool inferred;	      /* http.path (an etcd method, a Binding's path) was inferred from the
+			       * message content: the :path was an HPACK entry inserted before
+			       * capture */
 	bool unreliable;      /* the connection started mid-way or lost bytes before this */
 	bool incomplete;      /* this message's own bytes or headers were partly lost */
 	bool streaming;	      /* a watch or streaming-gRPC response: events follow */

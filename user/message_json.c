@@ -274,6 +274,10 @@ json_t *message_json__new(const struct decoded_msg *m)
 		json_object_set_new(j, "method", json_string(h->method));
 	if (h->path[0])
 		json_object_set_new(j, "path", json_string(h->path));
+	/* The :path was an HPACK entry made before the tracer came: the path above is the etcd
+	 * method or the Binding's pod that the message itself shows. */
+	if (m->inferred)
+		json_object_set_new(j, "path_inferred", json_true());
 	if (h->authority[0])
 		json_object_set_new(j, "authority", json_string(h->authority));
 	if (h->user_agent[0])

@@ -674,7 +674,41 @@ def single(path, name, pods_file, prefix, inspect_path):
     check_citation(c, os.environ.get("SCHEDULER_ASYNC_API_CALLS") == "1")
 
 
+def again(path, name, pods_file, evidence_dir, http2="1"):
+    """A pod deleted and made again under NAME, traced by a tracer started after its first bind:
+    one timeline, complete and consistent with the API, and (HTTP2 "1") in the evidence's frames
+    a Binding request whose path was inferred (path_inferred) from the Binding it carried: the
+    scheduler sent the :path as an HPACK entry made at the first bind. A scheduler on HTTP/1.1
+    ("0") sends every path literally: no frame may have it inferred."""
+    binds = load(path)
+    truth = truth_of(pods_file)
+    if len(binds) != 1 or binds[0]["pod"]["name"] != name:
+        fail(f"{len(binds)} timelines ({[b['pod']['name'] for b in binds]}), want one of {name}")
+    why = problems(binds[0], truth)
+    if why:
+        fail(f"{name}: " + "; ".join(why))
+    inferred = []
+    for d in os.listdir(evidence_dir):
+        msgs = os.path.join(evidence_dir, d, "messages.jsonl")
+        if not os.path.exists(msgs):
+            continue
+        for line in open(msgs):
+            m = json.loads(line)
+            m = m.get("message", m)
+            if m.get("path_inferred") and m.get("path", "").endswith(f"/pods/{name}/binding"):
+                inferred.append(m.get("kind"))
+    if http2 == "0":
+        if inferred:
+            fail(f"{name}: HTTP/1.1, yet a path inferred in {evidence_dir}")
+    elif not inferred:
+        fail(f"{name}: no frame in {evidence_dir} with its binding path inferred: the scheduler "
+             "sent the :path as a literal, so this run did not meet the case")
+    print(f"{name} made again: complete, node {binds[0]['node']}, revision "
+          f"{binds[0]['revision']}; frames with the path inferred: "
+          f"{', '.join(sorted(inferred)) if inferred else 'none (HTTP/1.1: every path literal)'}")
+
+
 if __name__ == "__main__":
     {"one": one, "burst": burst, "unschedulable": unschedulable,
      "report": report, "generated": generated,
-     "untraced": untraced, "single": single}[sys.argv[1]](*sys.argv[2:])
+     "untraced": untraced, "single": single, "again": again}[sys.argv[1]](*sys.argv[2:])

@@ -4,7 +4,8 @@
  *   bytes decides request and response;
  * - gRPC is recognised by its DATA and the etcd method inferred from the message (Txn, Range,
  *   Watch, LeaseKeepAlive), conservatively; unary responses complete at END_STREAM;
- * - Kubernetes requests with an unknown :path keep their decoded body;
+ * - Kubernetes requests with an unknown :path keep their decoded body; a Binding's names its
+ *   path (a pod bound again under a name the scheduler's encoder indexed before the tracer came);
  * - a watch made again after capture began, whose response content-type is a dynamic entry never
  *   seen, is read from its first DATA frame (protobuf frames or JSON lines), not as JSON: a
  *   synthetic one, and a real capture (tests/fixtures/watch_remade_midconn.jsonl);
@@ -618,14 +619,124 @@ static void test_k8s_unknown_path(void)
 					  m->body.k8s.kind == K8S_KIND_BINDING &&
 					  !strcmp(m->body.k8s.binding.target_name, "node-b"),
 				      "binding body");
-				CHECK(!m->inferred, "k8s paths are not inferred");
-			}
-			if (s.n == 5) {
-				CHECK_STR(s.m[0].http.path,
+				/* Only the Binding whose :path was never seen has it inferred. */
+				CHECK(m->inferred == (m->stream_id != 67), "stream %u inferred %d",
+				      m->stream_id, m->inferred);
+				CHECK_STR(m->http.path,
 					  "/api/v1/namespaces/default/pods/seamc/binding");
-				CHECK_STR(s.m[0].http.method, "POST");
-				CHECK_STR(s.m[1].http.path, "");
+				CHECK_STR(m->http.method, "POST");
 			}
+			conn_decoder__free(d);
+			free(s.m);
+		}
+	}
+}
+
+/* A k8s.io protobuf Binding of ns/name to node-b. */
+static void binding_body(struct pbw *out, const char *ns, const char *name)
+{
+	struct pbw meta = { .n = 0 }, target = { .n = 0 }, tm = { .n = 0 }, b = { .n = 0 };
+
+	pbw_str(&meta, 1, name);
+	pbw_str(&meta, 3, ns);
+	pbw_str(&target, 1, "Node");
+	pbw_str(&target, 3, "node-b");
+	pbw_msg(&b, 1, &meta);
+	pbw_msg(&b, 2, &target);
+	pbw_str(&tm, 1, "v1");
+	pbw_str(&tm, 2, "Binding");
+	memcpy(out->b, K8S_MAGIC, K8S_MAGIC_LEN);
+	out->n = K8S_MAGIC_LEN;
+	pbw_msg(out, 1, &tm);
+	pbw_msg(out, 2, &b);
+}
+
+/* The scheduler binds a pod of a name it bound before on this connection (a pod made again): its
+ * encoder sends the .../binding :path as the dynamic entry it made then, before the tracer came
+ * (seen on the bed: `cb 83 be 87 c9 cd c8 cc`, every entry but POST and https dynamic). The path
+ * is inferred from the Binding, and the answer on the stream has it too. Not inferred: a name
+ * that is no DNS name, a :method known and not POST. */
+static void test_binding_path_inferred(void)
+{
+	static struct wire w[2];
+	static struct pbw ok, bad_name, status, sm;
+	static const uint8_t post_head[] = { 0xcb, 0x83, 0xbe, 0x87, 0xc9, 0xcd, 0xc8, 0xcc };
+	static const uint8_t put_head[] = { 0xc5, 0xc4, 0x87 };
+	static const uint8_t answer_head[] = { 0xcc, 0xc6, 0xc3 }; /* :status 201 unknown too */
+	uint8_t hb[64];
+	size_t n = 0, in1;
+
+	memset(w, 0, sizeof(w));
+	binding_body(&ok, "wt", "vv");
+	binding_body(&bad_name, "wt", "vv/../../secrets");
+	sm.n = status.n = 0;
+	pbw_str(&sm, 1, "v1");
+	pbw_str(&sm, 2, "Status");
+	memcpy(status.b, K8S_MAGIC, K8S_MAGIC_LEN);
+	status.n = K8S_MAGIC_LEN;
+	pbw_msg(&status, 1, &sm);
+	{
+		struct pbw st = { .n = 0 };
+		pbw_str(&st, 2, "Success");
+		pbw_msg(&status, 2, &st);
+	}
+	frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS, 189, post_head, sizeof(post_head));
+	frame(&w[CONN_DIR_IN], H2_DATA, H2_FLAG_END_STREAM, 189, ok.b, ok.n);
+	frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS, 191, post_head, sizeof(post_head));
+	frame(&w[CONN_DIR_IN], H2_DATA, H2_FLAG_END_STREAM, 191, bad_name.b, bad_name.n);
+	n += h2w_lit(hb + n, ":method", "PUT");
+	memcpy(hb + n, put_head, sizeof(put_head));
+	n += sizeof(put_head);
+	frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS, 193, hb, n);
+	frame(&w[CONN_DIR_IN], H2_DATA, H2_FLAG_END_STREAM, 193, ok.b, ok.n);
+	in1 = w[CONN_DIR_IN].n;
+	frame(&w[CONN_DIR_OUT], H2_HEADERS, H2_FLAG_END_HEADERS, 189, answer_head,
+	      sizeof(answer_head));
+	frame(&w[CONN_DIR_OUT], H2_DATA, H2_FLAG_END_STREAM, 189, status.b, status.n);
+	const struct step steps[] = {
+		{ CONN_DIR_IN, 0, in1 },
+		{ CONN_DIR_OUT, 0, w[CONN_DIR_OUT].n },
+	};
+
+	for (size_t p = 0; p < NPIECES; p++) {
+		for (int mode = CLIENT_DETECT; mode <= CLIENT_AFTER; mode++) {
+			struct seen s;
+			int requests = 0, answers = 0;
+
+			seen_init(&s);
+			struct conn_decoder *d = conn_decoder__new(collect, &s);
+			play(d, w, steps, 2, pieces[p], CONN_DIR_IN, (enum client_mode)mode);
+			CHECK(s.n == 4, "mode %d piece %zu: %d messages", mode, pieces[p], s.n);
+			for (int i = 0; i < s.n; i++) {
+				const struct decoded_msg *m = &s.m[i];
+
+				if (m->kind == DECODED_RESPONSE) {
+					answers++;
+					CHECK(m->stream_id == 189 && m->inferred &&
+						  m->body_kind == BODY_K8S &&
+						  m->body.k8s.kind == K8S_KIND_STATUS,
+					      "the answer, mode %d", mode);
+					CHECK_STR(m->http.path,
+						  "/api/v1/namespaces/wt/pods/vv/binding");
+					continue;
+				}
+				requests++;
+				CHECK(m->kind == DECODED_REQUEST && m->body_kind == BODY_K8S &&
+					  m->body.k8s.kind == K8S_KIND_BINDING,
+				      "a Binding, mode %d stream %u", mode, m->stream_id);
+				if (m->stream_id == 189) {
+					CHECK(m->inferred, "inferred");
+					CHECK_STR(m->http.path,
+						  "/api/v1/namespaces/wt/pods/vv/binding");
+					CHECK_STR(m->http.method, "POST");
+				} else {
+					CHECK(!m->inferred && !m->http.path[0],
+					      "stream %u: not inferred (%s)", m->stream_id,
+					      m->http.path);
+				}
+			}
+			CHECK(requests == 3 && answers == 1, "mode %d: %d requests, %d answers",
+			      mode, requests, answers);
 			conn_decoder__free(d);
 			free(s.m);
 		}
@@ -1321,6 +1432,7 @@ int main(void)
 	test_grpc_unary();
 	test_grpc_streaming();
 	test_k8s_unknown_path();
+	test_binding_path_inferred();
 	test_watch_midway_cut_event();
 	test_watch_unknown_content_type();
 	test_watch_unknown_path_known_type();
