@@ -7,8 +7,10 @@
  * A ring buffer cannot wait for ever, and a SCHED_IDLE thread on CPUs that are never idle may
  * not run for seconds: a watchdog thread at the priority the tracer started with looks at the
  * ring every 50 ms, or when the ring wakes it (an eighth of it waiting unread), and every 10 ms
- * while a sixteenth waits; once a quarter does, it puts the reading thread back at that priority
- * until the reader has read the ring down to a sixteenth, then makes it SCHED_IDLE again. The watchdog
+ * while a sixteenth waits; once a quarter does, or records have waited while the reader ended no
+ * step (a read and the work between reads: finding and attaching a new watcher) for 250 ms, it
+ * puts the reading thread back at that priority until the reader has read the ring down to a
+ * sixteenth and ended a step, then makes it SCHED_IDLE again. The watchdog
  * alone changes the reader's policy: a SCHED_IDLE thread may be held off the CPU anywhere, so the
  * reader holds nothing the watchdog could wait for. What the ring holds is what a node may
  * defer: about 24 KB a bind at 1000 kubelets (README, Performance).
@@ -37,9 +39,10 @@ int idle_reader__can_catch_up(void);
  * ring holds: a restarted process awaited, to be found and attached as soon as it runs. NULL
  * is fine. */
 void idle_reader__hold(struct idle_reader *r, bool hold);
-/* How often a quarter of the ring waited, and for how long in all the reader ran at its own priority to
- * read it down (0 for NULL). */
+/* How often a quarter of the ring waited, how often else the reader was starved (records waiting,
+ * no step for 250 ms), and for how long in all the reader ran at its own priority (0 for NULL). */
 uint64_t idle_reader__catch_ups(struct idle_reader *r);
+uint64_t idle_reader__starved(struct idle_reader *r);
 uint64_t idle_reader__caught_up_ns(struct idle_reader *r, uint64_t now_ns);
 /* Stops the watchdog and frees r (the threads stay under SCHED_IDLE); NULL is fine. */
 void idle_reader__free(struct idle_reader *r);

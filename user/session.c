@@ -1,6 +1,7 @@
 /* One tracing session: the capture BPF object from open to teardown. See session.h. */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ struct session {
 	 * time (0: none yet); how old that record was when the read ended (0: nothing read). */
 	unsigned batch_left;
 	uint64_t newest_ns, lag_ns;
+	_Atomic uint64_t step_ns; /* session__last_step_ns */
 	bool poll_fast;
 	/* BINDTRACE_TLS_KEYS=1: the connections whose TLS 1.3 state was read, by process. */
 	struct tls_keys_count {
@@ -680,6 +682,7 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 		}
 		now = util__monotonic_ns();
 		between(s, now, behind);
+		atomic_store_explicit(&s->step_ns, now, memory_order_relaxed);
 		if (hangup && s->h.hangup) {
 			hangup = 0;
 			s->h.hangup(s->h.between_ctx);
@@ -715,6 +718,11 @@ uint64_t session__ring_size(const struct session *s)
 uint64_t session__read_lag(const struct session *s)
 {
 	return s->lag_ns;
+}
+
+uint64_t session__last_step_ns(const struct session *s)
+{
+	return atomic_load_explicit(&s->step_ns, memory_order_relaxed);
 }
 
 void session__stop(struct session *s)

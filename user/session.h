@@ -132,6 +132,9 @@ bool session__stop_requested(void);
  * the poll interval at most while the reader keeps up, seconds when it reads a backlog (held off
  * the CPU). */
 uint64_t session__read_lag(const struct session *s);
+/* When the reading loop last ended a step (a read and the work between reads; monotonic ns, 0
+ * before the first): safe from any thread. */
+uint64_t session__last_step_ns(const struct session *s);
 /* Bytes written to the ring buffer and not yet read (records and their headers), from any
  * thread; the ring's size; its map fd (for another thread's epoll on its wakeups). */
 uint64_t session__ring_waiting(const struct session *s);

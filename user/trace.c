@@ -543,14 +543,17 @@ static void print_totals(struct tracer *tr)
 			    ? " but for the last read"
 			    : "");
 	caught_up_ns = idle_reader__caught_up_ns(tr->idle, util__monotonic_ns());
-	if (idle_reader__catch_ups(tr->idle) || caught_up_ns >= CAUGHT_UP_SAID_NS)
+	if (idle_reader__catch_ups(tr->idle) || idle_reader__starved(tr->idle) ||
+	    caught_up_ns >= CAUGHT_UP_SAID_NS)
 		fprintf(
 		    stderr,
-		    "bindtrace: --nice idle: the ring buffer was a quarter full %llu times; read "
-		    "at the priority started with for %.1f s in all (to read it down, or to "
-		    "attach a restarted process)\n",
+		    "bindtrace: --nice idle: read at the priority started with for %.1f s in all: "
+		    "the ring buffer a quarter full %llu times, the reader kept off the CPU for "
+		    "0.25 s with records waiting %llu times (the time includes any wait for a "
+		    "restarted process)\n",
+		    (double)caught_up_ns / 1e9,
 		    (unsigned long long)idle_reader__catch_ups(tr->idle),
-		    (double)caught_up_ns / 1e9);
+		    (unsigned long long)idle_reader__starved(tr->idle));
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,
