@@ -452,17 +452,22 @@ static void infer_method(struct conn_decoder *c, struct stream *s, int dir, cons
 		s->request_dir = dir;
 }
 
-/* A pod or namespace name as a path segment: the characters of a DNS subdomain only, so that
- * nothing taken from a captured body can make a path say more than the Binding did. */
+static bool is_lower_alnum(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+}
+
+/* A pod or namespace name as a path segment: a DNS subdomain (lower-case letters, digits, '-'
+ * and '.', a letter or digit at each end), so that nothing taken from a captured body can make
+ * a path say more than the Binding did. */
 static bool is_path_name(const char *v)
 {
 	size_t i;
 
 	for (i = 0; v[i]; i++)
-		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '-' ||
-		      v[i] == '.'))
+		if (!is_lower_alnum(v[i]) && v[i] != '-' && v[i] != '.')
 			return false;
-	return i > 0;
+	return i > 0 && is_lower_alnum(v[0]) && is_lower_alnum(v[i - 1]);
 }
 
 /* A request whose :path is a dynamic entry never seen, with a Binding for its body: the pod's

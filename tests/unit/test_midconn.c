@@ -654,12 +654,12 @@ static void binding_body(struct pbw *out, const char *ns, const char *name)
 /* The scheduler binds a pod of a name it bound before on this connection (a pod made again): its
  * encoder sends the .../binding :path as the dynamic entry it made then, before the tracer came
  * (seen on the bed: `cb 83 be 87 c9 cd c8 cc`, every entry but POST and https dynamic). The path
- * is inferred from the Binding, and the answer on the stream has it too. Not inferred: a name
- * that is no DNS name, a :method known and not POST. */
+ * is inferred from the Binding, and the answer on the stream has it too. Not inferred: names
+ * that are no DNS names (a slash, ".."), a :method known and not POST. */
 static void test_binding_path_inferred(void)
 {
 	static struct wire w[2];
-	static struct pbw ok, bad_name, status, sm;
+	static struct pbw ok, bad_name, dots, status, sm;
 	static const uint8_t post_head[] = { 0xcb, 0x83, 0xbe, 0x87, 0xc9, 0xcd, 0xc8, 0xcc };
 	static const uint8_t put_head[] = { 0xc5, 0xc4, 0x87 };
 	static const uint8_t answer_head[] = { 0xcc, 0xc6, 0xc3 }; /* :status 201 unknown too */
@@ -669,6 +669,7 @@ static void test_binding_path_inferred(void)
 	memset(w, 0, sizeof(w));
 	binding_body(&ok, "wt", "vv");
 	binding_body(&bad_name, "wt", "vv/../../secrets");
+	binding_body(&dots, "..", "vv");
 	sm.n = status.n = 0;
 	pbw_str(&sm, 1, "v1");
 	pbw_str(&sm, 2, "Status");
@@ -684,6 +685,8 @@ static void test_binding_path_inferred(void)
 	frame(&w[CONN_DIR_IN], H2_DATA, H2_FLAG_END_STREAM, 189, ok.b, ok.n);
 	frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS, 191, post_head, sizeof(post_head));
 	frame(&w[CONN_DIR_IN], H2_DATA, H2_FLAG_END_STREAM, 191, bad_name.b, bad_name.n);
+	frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS, 195, post_head, sizeof(post_head));
+	frame(&w[CONN_DIR_IN], H2_DATA, H2_FLAG_END_STREAM, 195, dots.b, dots.n);
 	n += h2w_lit(hb + n, ":method", "PUT");
 	memcpy(hb + n, put_head, sizeof(put_head));
 	n += sizeof(put_head);
@@ -706,7 +709,7 @@ static void test_binding_path_inferred(void)
 			seen_init(&s);
 			struct conn_decoder *d = conn_decoder__new(collect, &s);
 			play(d, w, steps, 2, pieces[p], CONN_DIR_IN, (enum client_mode)mode);
-			CHECK(s.n == 4, "mode %d piece %zu: %d messages", mode, pieces[p], s.n);
+			CHECK(s.n == 5, "mode %d piece %zu: %d messages", mode, pieces[p], s.n);
 			for (int i = 0; i < s.n; i++) {
 				const struct decoded_msg *m = &s.m[i];
 
@@ -735,7 +738,7 @@ static void test_binding_path_inferred(void)
 					      m->http.path);
 				}
 			}
-			CHECK(requests == 3 && answers == 1, "mode %d: %d requests, %d answers",
+			CHECK(requests == 4 && answers == 1, "mode %d: %d requests, %d answers",
 			      mode, requests, answers);
 			conn_decoder__free(d);
 			free(s.m);
