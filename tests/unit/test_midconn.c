@@ -97,21 +97,43 @@ static void etcd_trailers(struct wire *w, uint32_t sid)
 	frame(w, H2_HEADERS, H2_FLAG_END_HEADERS | H2_FLAG_END_STREAM, sid, hb, sizeof(hb));
 }
 
+/* A k8s.io protobuf object of kind (apiVersion v1): the magic, its TypeMeta, then obj. */
+static void k8s_object(struct pbw *out, const char *kind, const struct pbw *obj)
+{
+	struct pbw tm = { .n = 0 };
+
+	pbw_str(&tm, 1, "v1");
+	pbw_str(&tm, 2, kind);
+	memcpy(out->b, K8S_MAGIC, K8S_MAGIC_LEN);
+	out->n = K8S_MAGIC_LEN;
+	pbw_msg(out, 1, &tm);
+	pbw_msg(out, 2, obj);
+}
+
 static void pod_value(struct pbw *v, const char *node)
 {
-	struct pbw meta = { .n = 0 }, spec = { .n = 0 }, pod = { .n = 0 }, tm = { .n = 0 };
+	struct pbw meta = { .n = 0 }, spec = { .n = 0 }, pod = { .n = 0 };
 	pbw_str(&meta, 1, "seamc");
 	pbw_str(&meta, 3, "default");
 	pbw_str(&meta, 5, "75de16fe-b3d3-4bba-832a-66f6e34c2b9a");
 	pbw_str(&spec, 10, node);
 	pbw_msg(&pod, 1, &meta);
 	pbw_msg(&pod, 2, &spec);
-	pbw_str(&tm, 1, "v1");
-	pbw_str(&tm, 2, "Pod");
-	memcpy(v->b, K8S_MAGIC, K8S_MAGIC_LEN);
-	v->n = K8S_MAGIC_LEN;
-	pbw_msg(v, 1, &tm);
-	pbw_msg(v, 2, &pod);
+	k8s_object(v, "Pod", &pod);
+}
+
+/* A Binding of ns/name to node-b. */
+static void binding_body(struct pbw *out, const char *ns, const char *name)
+{
+	struct pbw meta = { .n = 0 }, target = { .n = 0 }, b = { .n = 0 };
+
+	pbw_str(&meta, 1, name);
+	pbw_str(&meta, 3, ns);
+	pbw_str(&target, 1, "Node");
+	pbw_str(&target, 3, "node-b");
+	pbw_msg(&b, 1, &meta);
+	pbw_msg(&b, 2, &target);
+	k8s_object(out, "Binding", &b);
 }
 
 static void txn_request(struct pbw *txn, const char *key, uint64_t rev, const char *node)
@@ -530,25 +552,12 @@ static void watch_events(struct wire *w, uint32_t sid, const char *node)
 static void test_k8s_unknown_path(void)
 {
 	static struct wire w[2];
-	static struct pbw binding, meta, target, tm;
+	static struct pbw binding;
 	uint8_t hb[256];
 	size_t n = 0;
 
 	memset(w, 0, sizeof(w));
-	binding.n = meta.n = target.n = tm.n = 0;
-	pbw_str(&meta, 1, "seamc");
-	pbw_str(&meta, 3, "default");
-	pbw_str(&target, 1, "Node");
-	pbw_str(&target, 3, "node-b");
-	struct pbw b = { .n = 0 };
-	pbw_msg(&b, 1, &meta);
-	pbw_msg(&b, 2, &target);
-	pbw_str(&tm, 1, "v1");
-	pbw_str(&tm, 2, "Binding");
-	memcpy(binding.b, K8S_MAGIC, K8S_MAGIC_LEN);
-	binding.n = K8S_MAGIC_LEN;
-	pbw_msg(&binding, 1, &tm);
-	pbw_msg(&binding, 2, &b);
+	binding_body(&binding, "default", "seamc");
 	/* Stream 67: an unknown entry, :method POST, a literal :path, more unknown entries. */
 	hb[n++] = 0xc5;
 	hb[n++] = 0x83;
@@ -632,25 +641,6 @@ static void test_k8s_unknown_path(void)
 	}
 }
 
-/* A k8s.io protobuf Binding of ns/name to node-b. */
-static void binding_body(struct pbw *out, const char *ns, const char *name)
-{
-	struct pbw meta = { .n = 0 }, target = { .n = 0 }, tm = { .n = 0 }, b = { .n = 0 };
-
-	pbw_str(&meta, 1, name);
-	pbw_str(&meta, 3, ns);
-	pbw_str(&target, 1, "Node");
-	pbw_str(&target, 3, "node-b");
-	pbw_msg(&b, 1, &meta);
-	pbw_msg(&b, 2, &target);
-	pbw_str(&tm, 1, "v1");
-	pbw_str(&tm, 2, "Binding");
-	memcpy(out->b, K8S_MAGIC, K8S_MAGIC_LEN);
-	out->n = K8S_MAGIC_LEN;
-	pbw_msg(out, 1, &tm);
-	pbw_msg(out, 2, &b);
-}
-
 /* The scheduler binds a pod of a name it bound before on this connection (a pod made again): its
  * encoder sends the .../binding :path as the dynamic entry it made then, before the tracer came
  * (seen on the bed: `cb 83 be 87 c9 cd c8 cc`, every entry but POST and https dynamic). The path
@@ -659,7 +649,7 @@ static void binding_body(struct pbw *out, const char *ns, const char *name)
 static void test_binding_path_inferred(void)
 {
 	static struct wire w[2];
-	static struct pbw ok, bad_name, dots, status, sm;
+	static struct pbw ok, bad_name, dots, status;
 	static const uint8_t post_head[] = { 0xcb, 0x83, 0xbe, 0x87, 0xc9, 0xcd, 0xc8, 0xcc };
 	static const uint8_t put_head[] = { 0xc5, 0xc4, 0x87 };
 	static const uint8_t answer_head[] = { 0xcc, 0xc6, 0xc3 }; /* :status 201 unknown too */
@@ -670,16 +660,10 @@ static void test_binding_path_inferred(void)
 	binding_body(&ok, "wt", "vv");
 	binding_body(&bad_name, "wt", "vv/../../secrets");
 	binding_body(&dots, "..", "vv");
-	sm.n = status.n = 0;
-	pbw_str(&sm, 1, "v1");
-	pbw_str(&sm, 2, "Status");
-	memcpy(status.b, K8S_MAGIC, K8S_MAGIC_LEN);
-	status.n = K8S_MAGIC_LEN;
-	pbw_msg(&status, 1, &sm);
 	{
 		struct pbw st = { .n = 0 };
 		pbw_str(&st, 2, "Success");
-		pbw_msg(&status, 2, &st);
+		k8s_object(&status, "Status", &st);
 	}
 	frame(&w[CONN_DIR_IN], H2_HEADERS, H2_FLAG_END_HEADERS, 189, post_head, sizeof(post_head));
 	frame(&w[CONN_DIR_IN], H2_DATA, H2_FLAG_END_STREAM, 189, ok.b, ok.n);
