@@ -78,7 +78,7 @@ static int set_started_policy(const struct idle_reader *r, pid_t tid)
 
 /* The watchdog alone changes the reader's policy: the reader, once SCHED_IDLE, may be held off
  * the CPU at any instruction, so it holds nothing the watchdog waits for. lock guards only the
- * counts, for idle_reader__catch_ups. */
+ * counts, for idle_reader__stats. */
 static void *watch(void *arg)
 {
 	struct idle_reader *r = arg;
@@ -234,40 +234,16 @@ fail:
 	return NULL;
 }
 
-uint64_t idle_reader__catch_ups(struct idle_reader *r)
+void idle_reader__stats(struct idle_reader *r, uint64_t now_ns, struct idle_reader_stats *out)
 {
-	uint64_t n;
-
+	memset(out, 0, sizeof(*out));
 	if (!r)
-		return 0;
+		return;
 	pthread_mutex_lock(&r->lock);
-	n = r->catch_ups;
+	out->catch_ups = r->catch_ups;
+	out->starved = r->starved;
+	out->caught_up_ns = r->caught_up_ns + (r->caught_up ? now_ns - r->caught_up_since_ns : 0);
 	pthread_mutex_unlock(&r->lock);
-	return n;
-}
-
-uint64_t idle_reader__starved(struct idle_reader *r)
-{
-	uint64_t n;
-
-	if (!r)
-		return 0;
-	pthread_mutex_lock(&r->lock);
-	n = r->starved;
-	pthread_mutex_unlock(&r->lock);
-	return n;
-}
-
-uint64_t idle_reader__caught_up_ns(struct idle_reader *r, uint64_t now_ns)
-{
-	uint64_t ns;
-
-	if (!r)
-		return 0;
-	pthread_mutex_lock(&r->lock);
-	ns = r->caught_up_ns + (r->caught_up ? now_ns - r->caught_up_since_ns : 0);
-	pthread_mutex_unlock(&r->lock);
-	return ns;
 }
 
 void idle_reader__free(struct idle_reader *r)

@@ -39,11 +39,13 @@ int idle_reader__can_catch_up(void);
  * ring holds: a restarted process awaited, to be found and attached as soon as it runs. NULL
  * is fine. */
 void idle_reader__hold(struct idle_reader *r, bool hold);
-/* How often a quarter of the ring waited, how often else the reader was starved (records waiting,
- * no step for 250 ms), and for how long in all the reader ran at its own priority (0 for NULL). */
-uint64_t idle_reader__catch_ups(struct idle_reader *r);
-uint64_t idle_reader__starved(struct idle_reader *r);
-uint64_t idle_reader__caught_up_ns(struct idle_reader *r, uint64_t now_ns);
+struct idle_reader_stats {
+	uint64_t catch_ups;    /* a quarter of the ring waited */
+	uint64_t starved;      /* else: records waiting, and no step of the reader for 250 ms */
+	uint64_t caught_up_ns; /* the reader at its own priority, in all (holds included) */
+};
+/* What the watchdog did until now_ns (all 0 for NULL). */
+void idle_reader__stats(struct idle_reader *r, uint64_t now_ns, struct idle_reader_stats *out);
 /* Stops the watchdog and frees r (the threads stay under SCHED_IDLE); NULL is fine. */
 void idle_reader__free(struct idle_reader *r);
 

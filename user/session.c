@@ -682,7 +682,7 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 		}
 		now = util__monotonic_ns();
 		between(s, now, behind);
-		atomic_store_explicit(&s->step_ns, now, memory_order_relaxed);
+		atomic_store_explicit(&s->step_ns, util__monotonic_ns(), memory_order_relaxed);
 		if (hangup && s->h.hangup) {
 			hangup = 0;
 			s->h.hangup(s->h.between_ctx);

@@ -504,7 +504,8 @@ static void print_totals(struct tracer *tr)
 {
 	struct correlator_stats cstats;
 	struct dispatch_stats dstats;
-	uint64_t counters[COUNTER_MAX], caught_up_ns;
+	uint64_t counters[COUNTER_MAX];
+	struct idle_reader_stats idle;
 	char evicted[96] = "", gave_up[96] = "";
 
 	correlator__stats(tr->corr, &cstats);
@@ -542,18 +543,16 @@ static void print_totals(struct tracer *tr)
 			session__read_lag(tr->session) >= READ_BEHIND_SAID_NS
 			    ? " but for the last read"
 			    : "");
-	caught_up_ns = idle_reader__caught_up_ns(tr->idle, util__monotonic_ns());
-	if (idle_reader__catch_ups(tr->idle) || idle_reader__starved(tr->idle) ||
-	    caught_up_ns >= CAUGHT_UP_SAID_NS)
+	idle_reader__stats(tr->idle, util__monotonic_ns(), &idle);
+	if (idle.catch_ups || idle.starved || idle.caught_up_ns >= CAUGHT_UP_SAID_NS)
 		fprintf(
 		    stderr,
 		    "bindtrace: --nice idle: read at the priority started with for %.1f s in all: "
 		    "the ring buffer a quarter full %llu times, the reader kept off the CPU for "
 		    "0.25 s with records waiting %llu times (the time includes any wait for a "
 		    "restarted process)\n",
-		    (double)caught_up_ns / 1e9,
-		    (unsigned long long)idle_reader__catch_ups(tr->idle),
-		    (unsigned long long)idle_reader__starved(tr->idle));
+		    (double)idle.caught_up_ns / 1e9, (unsigned long long)idle.catch_ups,
+		    (unsigned long long)idle.starved);
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,
