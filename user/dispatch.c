@@ -45,6 +45,7 @@ struct queued_fsync {
 struct queued_peer {
 	pid_t pid;
 	uint64_t conn;
+	uint64_t seen_ns; /* the connection's first event */
 };
 
 struct known_peer {
@@ -302,6 +303,7 @@ static struct dispatch_conn *conn_of(struct dispatch *d, const struct target *t,
 	if (peer) {
 		peer->pid = t->proc.pid;
 		peer->conn = e->conn;
+		peer->seen_ns = e->hdr.ts_ns;
 	} else if (verbose) {
 		print_connection(cc);
 	}
@@ -513,7 +515,8 @@ static void run_peer(struct dispatch *d, const struct queued_peer *p)
 
 	if (!cc)
 		return;
-	cc->who.peer_pid = sockets__peer(d->deps.sockets, p->pid, &cc->who.local, &cc->who.remote);
+	cc->who.peer_pid =
+	    sockets__peer(d->deps.sockets, p->pid, &cc->who.local, &cc->who.remote, p->seen_ns);
 	if (cc->who.peer_pid && discover__process(cc->who.peer_pid, &info) == 0)
 		util__copy(cc->who.peer_comm, sizeof(cc->who.peer_comm), info.comm);
 	if (verbose)

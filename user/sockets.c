@@ -447,19 +447,25 @@ static void build_owners(struct sockets *s)
 	s->n_owners = n;
 }
 
-static pid_t owner_of(struct sockets *s, uint64_t inode)
+static pid_t owner_of(struct sockets *s, uint64_t inode, uint64_t seen_ns)
 {
 	struct owner key = { .inode = inode }, *o = NULL;
 	uint64_t now = util__monotonic_ns();
 
 	/* A socket's inode number is not reused while it lives, so an index that has it names its
-	 * owner: the index is read again only for an inode it lacks (a socket newer than it) or
-	 * when it is old. Rebuilt for every new connection instead, the apiserver's clients at
-	 * start cost a pass over every process's descriptors each (19,000 readlinks at start on
-	 * a loaded test bed, where one pass took longer than the index stayed fresh). */
+	 * owner: the index is read again only for an inode it lacks, when it is old or was read
+	 * before the connection was seen (its socket existed by then, so it may be newer than the
+	 * index). Rebuilt for every new connection instead, the apiserver's clients at start cost
+	 * a pass over every process's descriptors each (19,000 readlinks at start on a loaded test
+	 * bed, where one pass took longer than the index stayed fresh); they were all seen before
+	 * the first pass, which answers for them. Until stop 48 an index under 100 ms old was not
+	 * read again for a newer connection: a kubectl that connected then was never found, so
+	 * never traced as a watcher (2 of 12 started during a bind burst; one of 8 started 30 ms
+	 * apart). */
 	if (s->owners_ns && now < s->owners_ns + OWNERS_MAX_AGE_NS && s->n_owners)
 		o = bsearch(&key, s->owners, s->n_owners, sizeof(key), cmp_owner);
-	if (!o && (!s->owners_ns || now >= s->owners_ns + OWNERS_FRESH_NS)) {
+	if (!o &&
+	    (!s->owners_ns || now >= s->owners_ns + OWNERS_FRESH_NS || s->owners_ns < seen_ns)) {
 		build_owners(s);
 		o = s->n_owners ? bsearch(&key, s->owners, s->n_owners, sizeof(key), cmp_owner)
 				: NULL;
@@ -482,7 +488,7 @@ static void match_swapped(const struct sockdiag_socket *sock, void *ctx)
 }
 
 pid_t sockets__peer(struct sockets *s, pid_t pid, const struct endpoint *local,
-		    const struct endpoint *remote)
+		    const struct endpoint *remote, uint64_t seen_ns)
 {
 	const struct tracked *tr = tracked_of(s, pid);
 	struct swapped w = { local, remote, 0 };
@@ -495,7 +501,7 @@ pid_t sockets__peer(struct sockets *s, pid_t pid, const struct endpoint *local,
 		w.inode = sockdiag__inode(remote, local);
 	else
 		proc_tcp_each(pid, ~0u, match_swapped, &w);
-	return w.inode ? owner_of(s, w.inode) : 0;
+	return w.inode ? owner_of(s, w.inode, seen_ns) : 0;
 }
 
 struct accepted {

@@ -10,7 +10,8 @@
  * - the process at the other end of a local connection (sockets__peer): the socket whose ends are
  *   ours swapped (sock_diag, or /proc/PID/net/tcp*), then its owner in an index of every process's
  *   socket descriptors, built by one scan of /proc/PID/fd and reused for the lookups of the next
- *   100 ms (a batch of them costs one scan).
+ *   100 ms (a batch of them costs one scan), but read again for a connection first seen after it
+ *   was read.
  * - a process's open socket inodes (/proc/PID/fd), and the file behind a descriptor (cached).
  *
  * Everything but sockets__is_listening() reads /proc or asks the kernel: call it from the poll
@@ -51,9 +52,12 @@ bool sockets__listening_at(struct sockets *s, pid_t pid, const struct endpoint *
 			   uint64_t ts_ns);
 
 /* The process on this host at the other end of pid's connection local -> remote (IPv4, IPv6 or
- * v4-mapped), or 0 when it is elsewhere or gone. */
+ * v4-mapped), or 0 when it is elsewhere or gone. seen_ns (CLOCK_MONOTONIC, as the events' times):
+ * when the connection was first seen, its first event's time; an index of owners read before
+ * then is read again when it lacks the socket. 0: a connection known from the kernel's tables
+ * (the first lookup reads the index for it). */
 pid_t sockets__peer(struct sockets *s, pid_t pid, const struct endpoint *local,
-		    const struct endpoint *remote);
+		    const struct endpoint *remote, uint64_t seen_ns);
 
 /* Calls fn for each established connection of pid (its own sockets only, conn their inode) whose
  * local port is a listening one: the clients it accepted. */

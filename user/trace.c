@@ -323,7 +323,7 @@ static void connection_off_node(void *ctx, const struct endpoint *local,
 		return;
 	if (opt->n_node_addrs && endpoint__in(remote, opt->node_addrs, opt->n_node_addrs))
 		return;
-	peer_pid = sockets__peer(a->tr->sockets, a->t->proc.pid, local, remote);
+	peer_pid = sockets__peer(a->tr->sockets, a->t->proc.pid, local, remote, 0);
 	if (peer_pid && targets__of(&a->tr->targets, peer_pid))
 		return;
 	/* Given only pids, a peer on this host not among them is not on the node either. */

@@ -27,7 +27,7 @@ static void on_accepted(void *ctx, uint64_t conn, const struct endpoint *local,
 			const struct endpoint *remote)
 {
 	struct connected *c = ctx;
-	pid_t peer = sockets__peer(c->w->sockets, c->api, local, remote);
+	pid_t peer = sockets__peer(c->w->sockets, c->api, local, remote, 0);
 
 	if (!peer)
 		return;
