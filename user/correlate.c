@@ -230,6 +230,20 @@ struct loss {
 	uint64_t ns;
 };
 
+/* The watchers' connections whose reads are traced, by their apiserver's end (local, remote),
+ * with when the first pod watch event read on each was read. An event sent later on one of them
+ * that has no receipt when its bind closes was read late (the apiserver's fan-out can trail
+ * etcd's event by over a second in a burst), not by a watcher that is not traced. Open
+ * addressing, never emptied: a closed connection's ports would have to come back between the
+ * same two addresses to be taken for it. Three quarters full, no more are kept (their missing
+ * receipts say "not traced", as before). */
+#define RECEIVING_SLOTS 8192
+
+struct receiving_conn {
+	uint64_t key; /* 0: empty */
+	uint64_t first_ns;
+};
+
 struct correlator {
 	struct correlator_options opt;
 	bind_done_cb cb;
@@ -239,6 +253,8 @@ struct correlator {
 	size_t hi_water; /* binds[hi_water...] have never been used */
 	struct observation *obs;
 	uint64_t obs_next; /* total ever added; slot = obs_next % MAX_OBS */
+	struct receiving_conn receiving[RECEIVING_SLOTS];
+	size_t n_receiving;
 	/* The newest observation's number plus one in each chain (0: none): closing a bind looks
 	 * at the few observations of its pod, of its streams and of etcd's fsyncs, not at the
 	 * whole ring (16384 of them, several times per bind). */
@@ -1366,6 +1382,39 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 	}
 }
 
+static uint64_t conn_key(const struct endpoint *local, const struct endpoint *remote)
+{
+	const uint8_t *ends[2] = { (const uint8_t *)local, (const uint8_t *)remote };
+	uint64_t h = 1469598103934665603ull;
+	size_t i, k;
+
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < sizeof(struct endpoint); i++)
+			h = (h ^ ends[k][i]) * 1099511628211ull;
+	return h ? h : 1;
+}
+
+/* The connection's entry; with add, made when there is none (NULL when the table is full). */
+static struct receiving_conn *receiving_find(struct correlator *c, uint64_t key, bool add)
+{
+	size_t i, h = (size_t)key;
+
+	for (i = 0; i < RECEIVING_SLOTS; i++) {
+		struct receiving_conn *r = &c->receiving[(h + i) & (RECEIVING_SLOTS - 1)];
+
+		if (r->key == key)
+			return r;
+		if (r->key)
+			continue;
+		if (!add || c->n_receiving >= RECEIVING_SLOTS / 4 * 3)
+			return NULL;
+		r->key = key;
+		c->n_receiving++;
+		return r;
+	}
+	return NULL;
+}
+
 static void on_watch_event(struct correlator *c, const struct actor *who,
 			   const struct decoded_msg *msg)
 {
@@ -1384,6 +1433,14 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 	if (!obj->meta.name[0] || !obj->meta.resource_version[0])
 		return;
 	o = obs_add(c, sent ? OBS_WATCH_SENT : OBS_WATCH_RECEIVED, who, msg);
+	if (received) {
+		/* Its apiserver's end is this one the other way round. */
+		struct receiving_conn *r =
+		    receiving_find(c, conn_key(&who->remote, &who->local), true);
+
+		if (r && !r->first_ns)
+			r->first_ns = msg->ts_last_ns;
+	}
 	snprintf(key, sizeof(key), "%s/%s", obj->meta.namespace, obj->meta.name);
 	obs_set_key(c, o, key);
 	/* The scheduler's informer learns of the new pod: ADDED, not yet bound. */
@@ -2772,6 +2829,25 @@ int bind_timeline__raft_missing(const struct bind_timeline *t, const char **firs
 	return n;
 }
 
+/* A watch event sent with no receipt by the time its bind closed: its watcher is not traced, or,
+ * on a connection whose reads were seen since before the event was sent, the watcher had not
+ * read it by then (counted). */
+static void explain_no_receipt(struct correlator *c, struct watcher *w,
+			       const struct observation *sent)
+{
+	const struct receiving_conn *r =
+	    receiving_find(c, conn_key(&sent->who.local, &sent->who.remote), false);
+
+	if (r && r->first_ns <= sent->first_ns) {
+		c->stats.receipts_late++;
+		snprintf(w->received.missing, sizeof(w->received.missing),
+			 "not read by the time the bind closed (the watcher's reads are traced; "
+			 "--linger, %llu ms, waits longer)",
+			 (unsigned long long)(c->opt.linger_ns / 1000000));
+		return;
+	}
+	snprintf(w->received.missing, sizeof(w->received.missing), "the watcher is not traced");
+}
 static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
@@ -2830,8 +2906,7 @@ static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 			set_stage(&w->received, &r->who, r->last_ns, r->first_ns, r->last_ns,
 				  r->stream_id);
 		else
-			snprintf(w->received.missing, sizeof(w->received.missing),
-				 "the watcher is not traced");
+			explain_no_receipt(c, w, o);
 		resolve_frames(c, t, w, o, ev, n);
 	}
 }

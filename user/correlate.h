@@ -430,6 +430,9 @@ struct correlator_stats {
 	 * table of pod keys before their bind's entry came: such a bind is not recognised in
 	 * the raft traffic alone (raft_only). */
 	uint64_t raft_keys_pushed_out;
+	/* Watch events a traced watcher had not read by the time their bind closed (read late:
+	 * the fan-out trailing etcd's event by more than the linger). */
+	uint64_t receipts_late;
 };
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
 

@@ -553,6 +553,14 @@ static void print_totals(struct tracer *tr)
 		    "restarted process)\n",
 		    (double)idle.caught_up_ns / 1e9, (unsigned long long)idle.catch_ups,
 		    (unsigned long long)idle.starved);
+	if (cstats.receipts_late)
+		fprintf(
+		    stderr,
+		    "bindtrace: %llu watch events not read by their traced watcher before their "
+		    "bind closed (--linger: %llu ms after the apiserver read etcd's event): "
+		    "their receipts are missing\n",
+		    (unsigned long long)cstats.receipts_late,
+		    (unsigned long long)tr->opt.linger_ms);
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,

@@ -200,9 +200,11 @@ static void flood(struct correlator *c, pid_t pid, int n)
 		correlator__fsync(c, &fs, B - 2000 * US, B - 1000 * US, true, 0);
 }
 
-/* The whole bind, in the order the tracer would see it, decoys first; `flood_after_sent`
- * observations of another process come right after the apiserver's Txn. */
-static void play_flooded(struct correlator *c, const struct addresses *a, int flood_after_sent)
+/* The bind up to the apiserver's watch event to the watcher, in the order the tracer would see
+ * it, decoys first; `flood_after_sent` observations of another process come right after the
+ * apiserver's Txn. */
+static void play_to_watch_event(struct correlator *c, const struct addresses *a,
+				int flood_after_sent)
 {
 	struct actor sched = actor(812, "kube-scheduler", ROLE_SCHEDULER, 1001, a->scheduler),
 		     api_in = actor(640, "kube-apiserver", ROLE_APISERVER, 2001, a->apiserver_in),
@@ -214,8 +216,6 @@ static void play_flooded(struct correlator *c, const struct addresses *a, int fl
 			 actor(640, "kube-apiserver", ROLE_APISERVER, 2102, a->apiserver_watcher),
 		     etcd_in = actor(590, "etcd", ROLE_ETCD, 3001, a->etcd_in),
 		     etcd_decoy = actor(590, "etcd", ROLE_ETCD, 3002, a->etcd_decoy),
-		     watcher = actor(7000, "kubectl", ROLE_WATCHER, 4001, a->watcher_end),
-		     watcher_decoy = actor(7001, "kubectl", ROLE_WATCHER, 4002, a->watcher_decoy),
 		     etcd_fs = { .pid = 590, .comm = "etcd", .role = ROLE_ETCD };
 
 	binding(c, &sched, DECODED_REQUEST, CONN_DIR_OUT, 0, 20);
@@ -232,6 +232,15 @@ static void play_flooded(struct correlator *c, const struct addresses *a, int fl
 	binding(c, &api_in, DECODED_RESPONSE, CONN_DIR_OUT, 1100, 1120);
 	binding(c, &sched, DECODED_RESPONSE, CONN_DIR_IN, 1200, 1220);
 	watch_event(c, &api_watcher, CONN_DIR_OUT, 1300, 1310);
+}
+
+/* The whole bind: then another watcher's receipt and the watcher's own. */
+static void play_flooded(struct correlator *c, const struct addresses *a, int flood_after_sent)
+{
+	struct actor watcher = actor(7000, "kubectl", ROLE_WATCHER, 4001, a->watcher_end),
+		     watcher_decoy = actor(7001, "kubectl", ROLE_WATCHER, 4002, a->watcher_decoy);
+
+	play_to_watch_event(c, a, flood_after_sent);
 	watch_event(c, &watcher_decoy, CONN_DIR_IN, 1350, 1360);
 	watch_event(c, &watcher, CONN_DIR_IN, 1400, 1410);
 }
@@ -931,6 +940,65 @@ out:
 	free(r);
 }
 
+/* A watch event whose receipt had not come when its bind closed: "the watcher is not traced"
+ * unless a pod watch event was read on that connection before the event was sent; then it was
+ * read late (in a burst the apiserver's fan-out can trail etcd's event by over a second, past
+ * the linger), counted. An earlier read of the decoy's connection does not count, nor a read
+ * that came after the event was sent (a watcher traced since then). */
+enum receipt_case {
+	RECEIPT_NONE_BEFORE,
+	RECEIPT_READ_BEFORE,
+	RECEIPT_DECOY_BEFORE,
+	RECEIPT_READ_AFTER
+};
+
+static void check_late_receipt(enum receipt_case rc)
+{
+	static const char *const names[] = { "no read before", "a read before",
+					     "the decoy's read before",
+					     "a read after it was sent" };
+	static const char late_reason[] =
+	    "not read by the time the bind closed (the watcher's reads are traced; --linger, ";
+	const struct addresses *a = &runs[0];
+	struct actor watcher = actor(7000, "kubectl", ROLE_WATCHER, 4001, a->watcher_end),
+		     decoy = actor(7001, "kubectl", ROLE_WATCHER, 4002, a->watcher_decoy);
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = full_correlator(r);
+	struct correlator_stats stats;
+	const char *why;
+	bool late = rc == RECEIPT_READ_BEFORE;
+
+	CHECK(r && c, "late receipt: correlator");
+	if (!r || !c)
+		goto out;
+	/* The pod's ADDED, read before the bind (as a watcher that listed it would). */
+	if (rc == RECEIPT_READ_BEFORE || rc == RECEIPT_DECOY_BEFORE)
+		watch_frame(c, rc == RECEIPT_DECOY_BEFORE ? &decoy : &watcher, CONN_DIR_IN, 40, 50,
+			    "ADDED", "", REVISION - 10);
+	play_to_watch_event(c, a, 0);
+	if (rc == RECEIPT_READ_AFTER)
+		watch_frame(c, &watcher, CONN_DIR_IN, 1350, 1360, "ADDED", "", REVISION - 10);
+	correlator__tick(c, B + 10000000 * US, true);
+	correlator__stats(c, &stats);
+	CHECK(r->binds == 1 && r->t.n_watchers == 1, "%s: one bind, one watcher (%d, %d)",
+	      names[rc], r->binds, r->t.n_watchers);
+	if (r->binds != 1 || r->t.n_watchers != 1)
+		goto out;
+	why = r->t.watchers[0].received.missing;
+	CHECK(!r->t.watchers[0].received.seen, "%s: no receipt", names[rc]);
+	if (late)
+		CHECK(strncmp(why, late_reason, strlen(late_reason)) == 0,
+		      "%s: read late, got \"%s\"", names[rc], why);
+	else
+		CHECK(strcmp(why, "the watcher is not traced") == 0, "%s: not traced, got \"%s\"",
+		      names[rc], why);
+	CHECK((int)stats.receipts_late == late, "%s: %d counted late, got %llu", names[rc],
+	      (int)late, (unsigned long long)stats.receipts_late);
+out:
+	correlator__free(c);
+	free(r);
+}
+
 int main(void)
 {
 	size_t i;
@@ -953,5 +1021,9 @@ int main(void)
 	check_failed_bind(FAILED_ERROR_ANSWER);
 	check_failed_bind(FAILED_MEMBER_EXITED);
 	check_failed_bind(FAILED_UNSCHEDULABLE);
+	check_late_receipt(RECEIPT_NONE_BEFORE);
+	check_late_receipt(RECEIPT_READ_BEFORE);
+	check_late_receipt(RECEIPT_DECOY_BEFORE);
+	check_late_receipt(RECEIPT_READ_AFTER);
 	return check_summary("correlate");
 }
