@@ -1384,13 +1384,9 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 
 static uint64_t conn_key(const struct endpoint *local, const struct endpoint *remote)
 {
-	const uint8_t *ends[2] = { (const uint8_t *)local, (const uint8_t *)remote };
-	uint64_t h = 1469598103934665603ull;
-	size_t i, k;
+	uint64_t h = util__fnv1a(util__fnv1a(UTIL_FNV_START, local, sizeof(*local)), remote,
+				 sizeof(*remote));
 
-	for (k = 0; k < 2; k++)
-		for (i = 0; i < sizeof(struct endpoint); i++)
-			h = (h ^ ends[k][i]) * 1099511628211ull;
 	return h ? h : 1;
 }
 

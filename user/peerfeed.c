@@ -104,13 +104,7 @@ static int seq_geq(uint32_t a, uint32_t b)
 
 static uint64_t key_hash(const struct conn_key *k)
 {
-	const uint8_t *p = (const uint8_t *)k;
-	uint64_t h = 1469598103934665603ull;
-	size_t i;
-
-	for (i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
+	return util__fnv1a(UTIL_FNV_START, k, sizeof(*k));
 }
 
 /* Open addressing with tombstones (SLOT_DELETED), so that forgetting a connection keeps the

@@ -216,8 +216,8 @@ const char *target__release_label(const struct target *t, char *buf, size_t len)
 static uint64_t cmdline_hash(pid_t pid)
 {
 	char path[64], buf[4096];
-	uint64_t h = 1469598103934665603ull;
-	ssize_t n, i, total = 0;
+	uint64_t h = UTIL_FNV_START;
+	ssize_t n, total = 0;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
@@ -225,10 +225,7 @@ static uint64_t cmdline_hash(pid_t pid)
 	if (fd < 0)
 		return 0;
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		for (i = 0; i < n; i++) {
-			h ^= (unsigned char)buf[i];
-			h *= 1099511628211ull;
-		}
+		h = util__fnv1a(h, buf, (size_t)n);
 		total += n;
 	}
 	close(fd);
@@ -1026,8 +1023,8 @@ static bool heap_search_end(struct targets *ts, struct target *t, bool wait)
 		fprintf(stderr,
 			"bindtrace: %s pid %d: the search of its memory for %d connections silent "
 			"since attaching stopped unfinished (%.1f MB of heap read in %.1f ms)\n",
-			process_role__name(t->role), t->proc.pid, h->n, (double)h->st.bytes_read / 1e6,
-			(double)h->st.wall_ns / 1e6);
+			process_role__name(t->role), t->proc.pid, h->n,
+			(double)h->st.bytes_read / 1e6, (double)h->st.wall_ns / 1e6);
 	if (verbose && h->err >= 0)
 		fprintf(stderr,
 			"bindtrace: %s pid %d: %d of %d connections silent since attaching found "

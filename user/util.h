@@ -47,6 +47,17 @@ static inline void util__copy(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
+/* FNV-1a: the hash h (UTIL_FNV_START to begin) carried on over n bytes at p. */
+#define UTIL_FNV_START 1469598103934665603ull
+static inline uint64_t util__fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
 /* The value of one hexadecimal digit (either case), or -1 when c is not one. */
 static inline int util__hexval(char c)
 {
