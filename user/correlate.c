@@ -131,6 +131,8 @@ struct open_bind {
 	uint64_t etcd_watch_ns; /* when the apiserver read etcd's watch event of the pod */
 	bool responded;		/* bind_response or bind_response_received seen */
 	uint64_t close_after_ns;
+	uint64_t
+	    obs_at_open; /* obs_next when it opened: the ring wrapped past it when MAX_OBS on */
 	struct bind_timeline t;
 };
 
@@ -729,6 +731,7 @@ static struct open_bind *bind_for(struct correlator *c, const char *ns, const ch
 	free_slot->t.seq = ++c->seq;
 	free_slot->t.opened_ns = now;
 	free_slot->close_after_ns = now + c->opt.max_open_ns;
+	free_slot->obs_at_open = c->obs_next;
 	util__copy(free_slot->t.namespace_, sizeof(free_slot->t.namespace_), ns);
 	util__copy(free_slot->t.name, sizeof(free_slot->t.name), name);
 	c->n_open++;
@@ -3063,8 +3066,21 @@ static bool explain_unanswered_txn(const struct correlator *c, const struct bind
 /* closed_ns: when the correlator stopped waiting for the bind's stages; a stage lost to the ring
  * buffer could have been lost any time until then (a process kept off the CPU reads its answer
  * late). */
-static void explain_missing(struct correlator *c, struct bind_timeline *t, uint64_t closed_ns)
+/* How a bind closed, for the reasons of what it lacks. */
+struct bind_close {
+	uint64_t closed_ns;
+	/* answered 2xx and closed without etcd's watch event of the pod, waited_ns after the
+	 * answer */
+	bool watch_waited;
+	uint64_t waited_ns;
+	/* over MAX_OBS observations came since it opened: its own may have been overwritten */
+	bool ring_wrapped;
+};
+
+static void explain_missing(struct correlator *c, struct bind_timeline *t,
+			    const struct bind_close *how)
 {
+	uint64_t closed_ns = how->closed_ns;
 	static const enum process_role stage_role[STAGE_MAX] = {
 		[STAGE_CREATE_REQUEST] = ROLE_APISERVER,
 		[STAGE_CREATE_TXN_RESPONSE] = ROLE_ETCD,
@@ -3198,6 +3214,18 @@ static void explain_missing(struct correlator *c, struct bind_timeline *t, uint6
 			why = "bytes lost on a connection of this bind (capture gap)";
 		} else if (t->started_midway) {
 			why = "the bind began before bindtrace attached";
+		} else if (s == STAGE_ETCD_WATCH_EVENT && how->watch_waited) {
+			snprintf(off_node, sizeof(off_node),
+				 "not seen in the %.1f s the bind stayed open after its answer",
+				 (double)how->waited_ns / 1e9);
+			why = off_node;
+		} else if (how->ring_wrapped && !stage__before_bind(s)) {
+			snprintf(
+			    off_node, sizeof(off_node),
+			    "not found: over %d observations came while the bind was open (%.1f "
+			    "s), and its own may have been pushed out of the correlator's ring",
+			    MAX_OBS, (double)(closed_ns - t->opened_ns) / 1e9);
+			why = off_node;
 		} else {
 			why = "not observed";
 		}
@@ -3224,6 +3252,7 @@ bool stage__counts_missing(const struct bind_timeline *t, enum stage_id s)
 static void close_bind(struct correlator *c, struct open_bind *b)
 {
 	struct bind_timeline *t = &c->done;
+	struct bind_close how;
 	uint64_t start = UINT64_MAX, end = 0;
 	int s;
 
@@ -3267,7 +3296,14 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	if (!bind_result__gave_up(t->result))
 		resolve_watchers(c, t);
 	resolve_raft(c, t);
-	explain_missing(c, t, b->close_after_ns);
+	how.closed_ns = b->close_after_ns;
+	how.watch_waited = b->responded && !b->etcd_watch_ns && t->status_code >= 200 &&
+			   t->status_code <= 299 && !bind_result__gave_up(t->result);
+	how.waited_ns = how.closed_ns > b->responded_ns ? how.closed_ns - b->responded_ns : 0;
+	how.ring_wrapped = c->obs_next - b->obs_at_open > MAX_OBS;
+	if (how.ring_wrapped)
+		c->stats.ring_wrapped++;
+	explain_missing(c, t, &how);
 	t->missing += bind_timeline__raft_missing(t, NULL);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;

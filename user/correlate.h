@@ -433,6 +433,9 @@ struct correlator_stats {
 	/* Watch events a traced watcher had not read by the time their bind closed (read late:
 	 * the fan-out trailing etcd's event by more than the linger). */
 	uint64_t receipts_late;
+	/* Binds that closed after over 16384 observations had come since they opened (the
+	 * correlator's ring): their missing stages may have been pushed out of it. */
+	uint64_t ring_wrapped;
 };
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
 

@@ -561,6 +561,11 @@ static void print_totals(struct tracer *tr)
 		    "their receipts are missing\n",
 		    (unsigned long long)cstats.receipts_late,
 		    (unsigned long long)tr->opt.linger_ms);
+	if (cstats.ring_wrapped)
+		fprintf(stderr,
+			"bindtrace: %llu binds stayed open while over 16384 observations came (the "
+			"correlator's ring): a stage they lack may have been pushed out of it\n",
+			(unsigned long long)cstats.ring_wrapped);
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,

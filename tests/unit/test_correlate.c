@@ -203,8 +203,8 @@ static void flood(struct correlator *c, pid_t pid, int n)
 /* The bind up to the apiserver's watch event to the watcher, in the order the tracer would see
  * it, decoys first; `flood_after_sent` observations of another process come right after the
  * apiserver's Txn. */
-static void play_to_watch_event(struct correlator *c, const struct addresses *a,
-				int flood_after_sent)
+static void play_to_watch_event_of(struct correlator *c, const struct addresses *a,
+				   int flood_after_sent, bool etcd_watch_event)
 {
 	struct actor sched = actor(812, "kube-scheduler", ROLE_SCHEDULER, 1001, a->scheduler),
 		     api_in = actor(640, "kube-apiserver", ROLE_APISERVER, 2001, a->apiserver_in),
@@ -228,10 +228,17 @@ static void play_to_watch_event(struct correlator *c, const struct addresses *a,
 	correlator__fsync(c, &etcd_fs, B + 650 * US, B + 850 * US, true, 0);
 	txn_response(c, &etcd_in, CONN_DIR_OUT, 900, 910);
 	txn_response(c, &api_etcd, CONN_DIR_IN, 950, 960);
-	etcd_watch(c, &api_watch, 1000, 1010);
+	if (etcd_watch_event)
+		etcd_watch(c, &api_watch, 1000, 1010);
 	binding(c, &api_in, DECODED_RESPONSE, CONN_DIR_OUT, 1100, 1120);
 	binding(c, &sched, DECODED_RESPONSE, CONN_DIR_IN, 1200, 1220);
 	watch_event(c, &api_watcher, CONN_DIR_OUT, 1300, 1310);
+}
+
+static void play_to_watch_event(struct correlator *c, const struct addresses *a,
+				int flood_after_sent)
+{
+	play_to_watch_event_of(c, a, flood_after_sent, true);
 }
 
 /* The whole bind: then another watcher's receipt and the watcher's own. */
@@ -729,13 +736,15 @@ static void check_node_scope(void)
 
 /* The observation ring (16384) wrapped before the bind, twice over, by fsyncs in the same chain
  * as the bind's: the bind is still whole, its fsync found among them. Then a flood right after
- * the apiserver's Txn pushes that Txn out of the ring: its stage is missing, nothing stale is
- * taken in its place, and the rest is still found. */
+ * the apiserver's Txn pushes that Txn out of the ring: its stage is missing, says it may have
+ * been pushed out (counted), nothing stale is taken in its place, and the rest is still found.
+ * A bind answered 201 whose etcd watch event never comes says how long it waited for it. */
 static void check_ring_wrap(void)
 {
 	struct result *r = calloc(1, sizeof(*r));
 	struct correlator *c = full_correlator(r);
 	const struct bind_timeline *t = &r->t;
+	struct correlator_stats stats;
 
 	CHECK(r && c, "ring wrap: correlator");
 	if (!r || !c)
@@ -764,6 +773,30 @@ static void check_ring_wrap(void)
 	      "pushed out: what came after it still found");
 	CHECK(t->n_watchers == 1 && t->watchers[0].received.who.conn == 4001,
 	      "pushed out: the watcher found");
+	CHECK(strstr(t->stages[STAGE_ETCD_TXN_SENT].missing,
+		     "may have been pushed out of the correlator's ring") != NULL,
+	      "pushed out: said so, got \"%s\"", t->stages[STAGE_ETCD_TXN_SENT].missing);
+	correlator__stats(c, &stats);
+	CHECK_INT(stats.ring_wrapped, 1);
+	correlator__free(c);
+
+	/* Answered 201, etcd's watch event never seen: the bind waits for it, then says so. */
+	memset(r, 0, sizeof(*r));
+	c = full_correlator(r);
+	CHECK(c != NULL, "no watch event: correlator");
+	if (!c)
+		goto out;
+	play_to_watch_event_of(c, &runs[0], 0, false);
+	correlator__tick(c, B + 10000000 * US, true);
+	CHECK(r->binds == 1 && !t->stages[STAGE_ETCD_WATCH_EVENT].seen,
+	      "no watch event: one bind (%d), its etcd_watch_event missing", r->binds);
+	CHECK(strncmp(t->stages[STAGE_ETCD_WATCH_EVENT].missing, "not seen in the ", 16) == 0 &&
+		  strstr(t->stages[STAGE_ETCD_WATCH_EVENT].missing,
+			 " s the bind stayed open after its answer") != NULL,
+	      "no watch event: said so, got \"%s\"", t->stages[STAGE_ETCD_WATCH_EVENT].missing);
+	CHECK(t->stages[STAGE_ETCD_TXN_SENT].seen, "no watch event: the rest found");
+	correlator__stats(c, &stats);
+	CHECK_INT(stats.ring_wrapped, 0);
 out:
 	correlator__free(c);
 	free(r);
