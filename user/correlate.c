@@ -131,8 +131,8 @@ struct open_bind {
 	uint64_t etcd_watch_ns; /* when the apiserver read etcd's watch event of the pod */
 	bool responded;		/* bind_response or bind_response_received seen */
 	uint64_t close_after_ns;
-	uint64_t
-	    obs_at_open; /* obs_next when it opened: the ring wrapped past it when MAX_OBS on */
+	/* obs_next when it opened: over MAX_OBS more since, its own may have been overwritten */
+	uint64_t obs_at_open;
 	struct bind_timeline t;
 };
 
@@ -2847,6 +2847,7 @@ static void explain_no_receipt(struct correlator *c, struct watcher *w,
 	}
 	snprintf(w->received.missing, sizeof(w->received.missing), "the watcher is not traced");
 }
+
 static void resolve_watchers(struct correlator *c, struct bind_timeline *t)
 {
 	char key[KEY_MAX];
@@ -3063,11 +3064,19 @@ static bool explain_unanswered_txn(const struct correlator *c, const struct bind
 	return true;
 }
 
-/* closed_ns: when the correlator stopped waiting for the bind's stages; a stage lost to the ring
- * buffer could have been lost any time until then (a process kept off the CPU reads its answer
- * late). */
+/* Answered with success: the pod's write is then awaited in etcd's watch of the apiserver. */
+static bool awaits_etcd_watch(const struct open_bind *b)
+{
+	int code = b->t.status_code;
+
+	return b->responded && !bind_result__gave_up(b->t.result) && code >= 200 && code <= 299;
+}
+
 /* How a bind closed, for the reasons of what it lacks. */
 struct bind_close {
+	/* when the correlator stopped waiting for the bind's stages; a stage lost to the ring
+	 * buffer could have been lost any time until then (a process kept off the CPU reads its
+	 * answer late) */
 	uint64_t closed_ns;
 	/* answered 2xx and closed without etcd's watch event of the pod, waited_ns after the
 	 * answer */
@@ -3297,8 +3306,7 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 		resolve_watchers(c, t);
 	resolve_raft(c, t);
 	how.closed_ns = b->close_after_ns;
-	how.watch_waited = b->responded && !b->etcd_watch_ns && t->status_code >= 200 &&
-			   t->status_code <= 299 && !bind_result__gave_up(t->result);
+	how.watch_waited = awaits_etcd_watch(b) && !b->etcd_watch_ns;
 	how.waited_ns = how.closed_ns > b->responded_ns ? how.closed_ns - b->responded_ns : 0;
 	how.ring_wrapped = c->obs_next - b->obs_at_open > MAX_OBS;
 	if (how.ring_wrapped)
@@ -3323,9 +3331,7 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 
 static bool waiting_for_etcd_watch(struct correlator *c, struct open_bind *b, uint64_t now)
 {
-	int code = b->t.status_code;
-
-	if (!b->responded || bind_result__gave_up(b->t.result) || code < 200 || code > 299)
+	if (!awaits_etcd_watch(b))
 		return false;
 	if (!b->etcd_watch_ns) {
 		if (now >= b->responded_ns + ETCD_WATCH_WAIT_NS)
