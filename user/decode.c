@@ -22,12 +22,6 @@
 #define DETECT_MAX 16384
 #define DETECT_MIN 512
 #define SNIFF_MAX 64
-/* Released streams kept allocated for the next ones; more are freed. None: an idle connection
- * (a kubelet's, between its Lease renewals) then holds only its open streams, and a stream and
- * its buffers cost a calloc and a free per request. */
-#define STREAM_SPARES 0
-/* What a spare stream would keep of its body and framing buffers for the next one. */
-#define STREAM_KEEP_BUFFER 4096
 /* A gRPC message that runs past its DATA frame: only believed of a frame this large. */
 #define GRPC_SPLIT_FRAME_MIN 4096
 
@@ -71,7 +65,6 @@ struct half {
 };
 
 struct stream {
-	bool used;
 	bool head_unknown; /* no request headers, or no :path: began before capture or lost */
 	bool inferred;	   /* http.path and etcd were inferred from a message */
 	int request_dir;   /* where the request head was seen, -1 */
@@ -116,8 +109,13 @@ struct conn_decoder {
 	uint32_t h1_next_response;
 	uint32_t h1_current[2];
 	uint64_t use_clock;
-	uint32_t nstreams; /* allocated, used or spare */
-	struct stream *streams[DECODE_MAX_STREAMS];
+	/* The open streams, sorted by id (found by binary search); the array grows as they come
+	 * (a bind burst keeps hundreds open at once on the apiserver's connection to etcd). A
+	 * released stream is freed: an idle connection (a kubelet's, between its Lease renewals)
+	 * holds only its open streams. */
+	uint32_t nstreams;
+	uint32_t streams_cap;
+	struct stream **streams;
 	/* pending headers of the block being decoded */
 	struct decoded_http hdr;
 	bool hdr_has_method;
@@ -213,84 +211,94 @@ static void stream_free_buffers(struct stream *s)
 	}
 }
 
+/* Where id is in the sorted table, or where it would go. */
+static uint32_t stream_slot(const struct conn_decoder *c, uint32_t id)
+{
+	uint32_t lo = 0, hi = c->nstreams;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c->streams[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void stream_remove(struct conn_decoder *c, uint32_t at)
+{
+	memmove(&c->streams[at], &c->streams[at + 1],
+		(c->nstreams - at - 1) * sizeof(c->streams[0]));
+	c->nstreams--;
+}
+
 static void stream_release(struct conn_decoder *c, struct stream *s)
 {
-	uint32_t spares = 0, at = c->nstreams;
+	uint32_t at = stream_slot(c, s->id);
 
-	s->used = false;
-	/* Keep small buffers for reuse; give back large ones. */
-	for (int d = 0; d < 2; d++) {
-		half_raft_retire(c, &s->half[d]);
-		if (s->half[d].cap > STREAM_KEEP_BUFFER) {
-			free(s->half[d].buf);
-			s->half[d].buf = NULL;
-			s->half[d].cap = 0;
-		}
-		if (s->half[d].framer.cap > STREAM_KEEP_BUFFER)
-			lp_framer__free(&s->half[d].framer);
-	}
-	/* Keep a few released streams for the next ones; free the rest. */
-	for (uint32_t i = 0; i < c->nstreams; i++) {
-		if (!c->streams[i]->used)
-			spares++;
-		if (c->streams[i] == s)
-			at = i;
-	}
-	if (spares <= STREAM_SPARES || at == c->nstreams)
-		return;
+	half_raft_retire(c, &s->half[0]);
+	half_raft_retire(c, &s->half[1]);
+	if (at < c->nstreams && c->streams[at] == s)
+		stream_remove(c, at);
 	stream_free_buffers(s);
 	free(s);
-	c->streams[at] = c->streams[--c->nstreams];
-	c->streams[c->nstreams] = NULL;
 }
 
 static struct stream *stream_find(struct conn_decoder *c, uint32_t id)
 {
-	for (uint32_t i = 0; i < c->nstreams; i++)
-		if (c->streams[i]->used && c->streams[i]->id == id) {
-			c->streams[i]->last_use = ++c->use_clock;
-			return c->streams[i];
-		}
-	return NULL;
+	uint32_t at = stream_slot(c, id);
+
+	if (at == c->nstreams || c->streams[at]->id != id)
+		return NULL;
+	c->streams[at]->last_use = ++c->use_clock;
+	return c->streams[at];
 }
 
-/* The stream of id, taking a spare, a new one, or (at the cap) the least recently used. NULL
- * only when there is none and no memory for one. */
+/* Room for one more stream: the table grown, or at DECODE_MAX_STREAMS its least recently used
+ * stream dropped (counted: its messages may be incomplete). false without memory. */
+static bool stream_room(struct conn_decoder *c)
+{
+	uint32_t i, lru = 0;
+
+	if (c->nstreams < c->streams_cap)
+		return true;
+	if (c->streams_cap < DECODE_MAX_STREAMS) {
+		uint32_t cap = c->streams_cap ? c->streams_cap * 2 : 8;
+		struct stream **more = realloc(c->streams, cap * sizeof(*more));
+
+		if (!more)
+			return false;
+		c->streams = more;
+		c->streams_cap = cap;
+		return true;
+	}
+	for (i = 1; i < c->nstreams; i++)
+		if (c->streams[i]->last_use < c->streams[lru]->last_use)
+			lru = i;
+	c->stats.streams_evicted++;
+	stream_release(c, c->streams[lru]);
+	return true;
+}
+
+/* The stream of id, made when there is none (at the cap, in place of the least recently used).
+ * NULL only without memory. */
 static struct stream *stream_get(struct conn_decoder *c, uint32_t id)
 {
-	struct stream *s = stream_find(c, id), *victim = NULL;
+	struct stream *s = stream_find(c, id);
+	uint32_t at;
 
 	if (s)
 		return s;
-	for (uint32_t i = 0; i < c->nstreams; i++) {
-		if (!c->streams[i]->used) {
-			victim = c->streams[i];
-			break;
-		}
-		if (!victim || c->streams[i]->last_use < victim->last_use)
-			victim = c->streams[i];
-	}
-	if ((!victim || victim->used) && c->nstreams < DECODE_MAX_STREAMS) {
-		struct stream *n = calloc(1, sizeof(*n));
-		if (n) {
-			c->streams[c->nstreams++] = n;
-			victim = n;
-		}
-	}
-	if (!victim)
+	if (!stream_room(c) || !(s = calloc(1, sizeof(*s))))
 		return NULL;
-	if (victim->used)
-		c->stats.streams_evicted++;
-	s = victim;
-	half_raft_retire(c, &s->half[0]);
-	half_raft_retire(c, &s->half[1]);
-	struct half h0 = s->half[0], h1 = s->half[1];
-	memset(s, 0, sizeof(*s));
-	s->half[0] = h0;
-	s->half[1] = h1;
+	at = stream_slot(c, id);
+	memmove(&c->streams[at + 1], &c->streams[at], (c->nstreams - at) * sizeof(c->streams[0]));
+	c->streams[at] = s;
+	c->nstreams++;
 	half_reset(&s->half[0]);
 	half_reset(&s->half[1]);
-	s->used = true;
 	s->id = id;
 	s->last_use = ++c->use_clock;
 	s->head_unknown = true;
@@ -1403,7 +1411,7 @@ static void mark_lost(struct conn_decoder *c, int dir, uint32_t sid)
 	c->unreliable = true;
 	for (uint32_t i = 0; i < c->nstreams; i++) {
 		struct stream *s = c->streams[i];
-		if (!s->used || (sid && s->id != sid))
+		if (sid && s->id != sid)
 			continue;
 		s->half[dir].lost = true;
 		lp_framer__lose(&s->half[dir].framer);
@@ -1567,6 +1575,7 @@ void conn_decoder__free(struct conn_decoder *c)
 		stream_free_buffers(c->streams[i]);
 		free(c->streams[i]);
 	}
+	free(c->streams);
 	if (c->h2)
 		h2_conn__free(c->h2);
 	free(c->h2);
@@ -1591,7 +1600,7 @@ void conn_decoder__set_client_dir(struct conn_decoder *c, int client_dir)
 
 size_t conn_decoder__heap_bytes(const struct conn_decoder *c)
 {
-	size_t n = sizeof(*c);
+	size_t n = sizeof(*c) + c->streams_cap * sizeof(c->streams[0]);
 
 	for (int d = 0; d < 2; d++)
 		n += c->detect_cap[d];

@@ -37,7 +37,12 @@
 #include "k8s.h"
 #include "raft.h"
 
-#define DECODE_MAX_STREAMS 128
+/* Open streams tracked per connection; past it the least recently used is dropped and counted
+ * (streams_evicted). etcd lets a client open any number of streams, and the apiserver has one
+ * Txn open per write in flight (up to its max-requests-inflight and
+ * max-mutating-requests-inflight, 600 by default): a 1000-pod bind burst had 152 open at once on
+ * its connection to etcd, where a cap of 128 lost a bind's Txn and a watch event. */
+#define DECODE_MAX_STREAMS 4096
 #define DECODE_MAX_BODY (4u << 20) /* bodies kept whole for decoding */
 #define DECODE_METHOD_MAX 16
 #define DECODE_PATH_MAX 512

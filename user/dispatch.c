@@ -82,6 +82,16 @@ static void *queue__at(const struct queue *q, size_t i)
 	return (char *)q->items + q->size * i;
 }
 
+/* What a connection's decoder lost, into the dispatch's counts. */
+static void add_decoder_stats(struct dispatch_stats *to, const struct dispatch_conn *cc)
+{
+	struct conn_decoder_stats st;
+
+	conn_decoder__stats(cc->dec, &st);
+	to->streams_evicted += st.streams_evicted;
+	to->decode_errors += st.decode_errors;
+}
+
 static void dispatch_conn__free(struct dispatch_conn *cc)
 {
 	conn_decoder__free(cc->dec);
@@ -557,6 +567,7 @@ static void close_conn(struct dispatch *d, pid_t pid, uint64_t conn, uint64_t no
 	if (!cc)
 		return;
 	conn_decoder__close(cc->dec, now);
+	add_decoder_stats(&d->stats, cc);
 	dispatch_conn__free(cc);
 	streams__del(&d->conns, cs);
 	d->stats.conns_closed++;
@@ -644,5 +655,10 @@ void dispatch__process_gone(struct dispatch *d, pid_t pid)
 
 void dispatch__stats(const struct dispatch *d, struct dispatch_stats *stats)
 {
+	size_t i;
+
 	*stats = d->stats;
+	for (i = 0; d->conns.slots && i < d->conns.cap; i++)
+		if (d->conns.slots[i].user)
+			add_decoder_stats(stats, d->conns.slots[i].user);
 }

@@ -49,6 +49,10 @@ struct dispatch_deps {
 struct dispatch_stats {
 	bool conn_table_full;  /* some connection's traffic could not be decoded */
 	uint64_t conns_closed; /* decoders freed after their socket closed */
+	/* HTTP/2 streams dropped past DECODE_MAX_STREAMS open on one connection (their messages
+	 * are missing), and messages that did not decode, over every connection seen */
+	uint64_t streams_evicted;
+	uint64_t decode_errors;
 };
 
 struct dispatch;

@@ -14,6 +14,7 @@
 #include "bind_metrics.h"
 #include "commands.h"
 #include "correlate.h"
+#include "decode.h"
 #include "dispatch.h"
 #include "evidence_quota.h"
 #include "idle_reader.h"
@@ -531,6 +532,13 @@ static void print_totals(struct tracer *tr)
 		(unsigned long long)cstats.pending, (unsigned long long)cstats.pending_evicted,
 		(unsigned long long)cstats.pending_expired, evicted,
 		dstats.conn_table_full ? "; connection table full: some traffic not decoded" : "");
+	if (dstats.streams_evicted || dstats.decode_errors)
+		fprintf(stderr,
+			"bindtrace: decoding: %llu HTTP/2 streams dropped (over %d open on one "
+			"connection; their messages are missing, and binds may lack stages), %llu "
+			"messages that did not decode\n",
+			(unsigned long long)dstats.streams_evicted, DECODE_MAX_STREAMS,
+			(unsigned long long)dstats.decode_errors);
 	/* Held off the CPU (a saturated node), the tracer reads a backlog afterwards: said, so
 	 * that late output is not taken for a slow control plane. */
 	if (tr->max_behind_ns >= READ_BEHIND_SAID_NS)
