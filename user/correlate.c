@@ -246,6 +246,22 @@ struct receiving_conn {
 	uint64_t first_ns;
 };
 
+/* Binds closed lately, by their pod's key and revision. A watch event of a bind's revision that
+ * the apiserver sends after its bind closed goes to a watcher its timeline does not list (in a
+ * burst the fan-out can trail etcd's event by more than the linger): such events are counted.
+ * Open addressing on the key's hash, at most CLOSED_PROBES slots looked at; a slot is taken
+ * again for the same pod or when its bind closed over CLOSED_KEEP_NS before, else the oldest
+ * of those looked at is. */
+#define CLOSED_SLOTS 8192
+#define CLOSED_PROBES 16
+#define CLOSED_KEEP_NS 60000000000ull
+
+struct closed_bind {
+	uint64_t key_hash; /* 0: empty */
+	int64_t revision;
+	uint64_t closed_ns;
+};
+
 struct correlator {
 	struct correlator_options opt;
 	bind_done_cb cb;
@@ -257,6 +273,7 @@ struct correlator {
 	uint64_t obs_next; /* total ever added; slot = obs_next % MAX_OBS */
 	struct receiving_conn receiving[RECEIVING_SLOTS];
 	size_t n_receiving;
+	struct closed_bind closed[CLOSED_SLOTS];
 	/* The newest observation's number plus one in each chain (0: none): closing a bind looks
 	 * at the few observations of its pod, of its streams and of etcd's fsyncs, not at the
 	 * whole ring (16384 of them, several times per bind). */
@@ -1414,6 +1431,53 @@ static struct receiving_conn *receiving_find(struct correlator *c, uint64_t key,
 	return NULL;
 }
 
+static uint64_t watch_key_hash(const char *ns, const char *name)
+{
+	char key[KEY_MAX];
+
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	return key_hash(key) | 1;
+}
+
+static void closed_note(struct correlator *c, const struct bind_timeline *t, uint64_t now)
+{
+	uint64_t h = watch_key_hash(t->namespace_, t->name);
+	struct closed_bind *oldest = NULL;
+	size_t i;
+
+	for (i = 0; i < CLOSED_PROBES; i++) {
+		struct closed_bind *e = &c->closed[(h + i) & (CLOSED_SLOTS - 1)];
+
+		if (!e->key_hash || e->key_hash == h || now >= e->closed_ns + CLOSED_KEEP_NS) {
+			oldest = e;
+			break;
+		}
+		if (!oldest || e->closed_ns < oldest->closed_ns)
+			oldest = e;
+	}
+	oldest->key_hash = h;
+	oldest->revision = t->revision;
+	oldest->closed_ns = now;
+}
+
+/* Whether the pod's bind of this revision has closed. */
+static bool closed_with(const struct correlator *c, const char *ns, const char *name,
+			int64_t revision)
+{
+	uint64_t h = watch_key_hash(ns, name);
+	size_t i;
+
+	for (i = 0; i < CLOSED_PROBES; i++) {
+		const struct closed_bind *e = &c->closed[(h + i) & (CLOSED_SLOTS - 1)];
+
+		if (!e->key_hash)
+			return false;
+		if (e->key_hash == h && e->revision == revision)
+			return true;
+	}
+	return false;
+}
+
 static void on_watch_event(struct correlator *c, const struct actor *who,
 			   const struct decoded_msg *msg)
 {
@@ -1452,6 +1516,8 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 			p->create_revision = strtoll(obj->meta.resource_version, NULL, 10);
 	}
 	o->revision = strtoll(obj->meta.resource_version, NULL, 10);
+	if (sent && o->revision && closed_with(c, obj->meta.namespace, obj->meta.name, o->revision))
+		c->stats.watch_sent_after_close++;
 	util__copy(o->event_type, sizeof(o->event_type), msg->body.watch.type);
 	if (obj->kind == K8S_KIND_POD) {
 		obs_set(c, &o->node, obj->pod.node_name, BIND_NAME_MAX);
@@ -3312,6 +3378,8 @@ static void close_bind(struct correlator *c, struct open_bind *b)
 	if (how.ring_wrapped)
 		c->stats.ring_wrapped++;
 	explain_missing(c, t, &how);
+	if (t->revision && !bind_result__gave_up(t->result))
+		closed_note(c, t, how.closed_ns);
 	t->missing += bind_timeline__raft_missing(t, NULL);
 	if (t->result == BIND_RESULT_UNSCHEDULABLE)
 		c->stats.unschedulable++;

@@ -436,6 +436,10 @@ struct correlator_stats {
 	/* Binds that closed after over 16384 observations had come since they opened (the
 	 * correlator's ring): their missing stages may have been pushed out of it. */
 	uint64_t ring_wrapped;
+	/* Watch events of a bind's revision the apiserver sent after its bind had closed: to
+	 * watchers its timeline does not list (the fan-out trailing etcd's event by more than the
+	 * linger). */
+	uint64_t watch_sent_after_close;
 };
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
 

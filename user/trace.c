@@ -569,6 +569,14 @@ static void print_totals(struct tracer *tr)
 		    "their receipts are missing\n",
 		    (unsigned long long)cstats.receipts_late,
 		    (unsigned long long)tr->opt.linger_ms);
+	if (cstats.watch_sent_after_close)
+		fprintf(
+		    stderr,
+		    "bindtrace: %llu watch events of a bind sent by the apiserver after the bind "
+		    "had closed (--linger: %llu ms after the apiserver read etcd's event): their "
+		    "watchers are not listed in its timeline\n",
+		    (unsigned long long)cstats.watch_sent_after_close,
+		    (unsigned long long)tr->opt.linger_ms);
 	if (cstats.ring_wrapped)
 		fprintf(stderr,
 			"bindtrace: %llu binds stayed open while over 16384 observations came (the "

@@ -1032,6 +1032,41 @@ out:
 	free(r);
 }
 
+/* The apiserver's fan-out after the bind closed: a watch event of the bind's revision sent then
+ * goes to a watcher the timeline cannot list, and is counted; another revision, or a receipt,
+ * is not. */
+static void check_sent_after_close(void)
+{
+	const struct addresses *a = &runs[0];
+	struct actor api_watcher =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2102, a->apiserver_watcher),
+		     late =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2103, a->apiserver_watcher),
+		     watcher = actor(7000, "kubectl", ROLE_WATCHER, 4001, a->watcher_end);
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = full_correlator(r);
+	struct correlator_stats stats;
+
+	CHECK(r && c, "sent after close: correlator");
+	if (!r || !c)
+		goto out;
+	play(c, a);
+	correlator__stats(c, &stats);
+	CHECK_INT(stats.watch_sent_after_close, 0);
+	correlator__tick(c, B + 10000000 * US, false);
+	CHECK(r->binds == 1 && r->t.n_watchers == 1, "sent after close: one bind, one watcher");
+	watch_event(c, &late, CONN_DIR_OUT, 10000100, 10000110);
+	watch_event(c, &watcher, CONN_DIR_IN, 10000200, 10000210);
+	watch_frame(c, &api_watcher, CONN_DIR_OUT, 10000300, 10000310, "MODIFIED", "node-1",
+		    REVISION + 1);
+	correlator__stats(c, &stats);
+	CHECK(stats.watch_sent_after_close == 1, "sent after close: 1 counted, got %llu",
+	      (unsigned long long)stats.watch_sent_after_close);
+out:
+	correlator__free(c);
+	free(r);
+}
+
 int main(void)
 {
 	size_t i;
@@ -1058,5 +1093,6 @@ int main(void)
 	check_late_receipt(RECEIPT_READ_BEFORE);
 	check_late_receipt(RECEIPT_DECOY_BEFORE);
 	check_late_receipt(RECEIPT_READ_AFTER);
+	check_sent_after_close();
 	return check_summary("correlate");
 }
