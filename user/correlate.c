@@ -604,11 +604,7 @@ static void set_stage(struct stage *st, const struct actor *who, uint64_t mono, 
 
 static uint64_t key_hash(const char *key)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*key)
-		h = (h ^ (uint8_t)*key++) * 0x100000001b3ull;
-	return h;
+	return util__fnv1a(UTIL_FNV_START, key, strlen(key));
 }
 
 /* Chains of observations, newest to oldest: each observation is linked once into the chain

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "strpool.h"
+#include "util.h"
 
 #define MIN_BUCKETS 1024
 
@@ -28,11 +29,7 @@ static const char empty[1];
 
 static uint64_t hash_of(const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-	return h;
+	return util__fnv1a(UTIL_FNV_START, s, len);
 }
 
 struct strpool *strpool__new(void)
