@@ -1427,20 +1427,22 @@ static struct receiving_conn *receiving_find(struct correlator *c, uint64_t key,
 	return NULL;
 }
 
-static uint64_t watch_key_hash(const char *ns, const char *name)
+/* The slots are found by the hash of the pod's "ns/name" key, the key of its watch events'
+ * observations (0 marks a free slot). */
+static uint64_t closed_hash(uint64_t key_hash)
 {
-	char key[KEY_MAX];
-
-	snprintf(key, sizeof(key), "%s/%s", ns, name);
-	return key_hash(key) | 1;
+	return key_hash ? key_hash : 1;
 }
 
 static void closed_note(struct correlator *c, const struct bind_timeline *t, uint64_t now)
 {
-	uint64_t h = watch_key_hash(t->namespace_, t->name);
+	char key[KEY_MAX];
+	uint64_t h;
 	struct closed_bind *oldest = NULL;
 	size_t i;
 
+	snprintf(key, sizeof(key), "%s/%s", t->namespace_, t->name);
+	h = closed_hash(key_hash(key));
 	for (i = 0; i < CLOSED_PROBES; i++) {
 		struct closed_bind *e = &c->closed[(h + i) & (CLOSED_SLOTS - 1)];
 
@@ -1456,11 +1458,10 @@ static void closed_note(struct correlator *c, const struct bind_timeline *t, uin
 	oldest->closed_ns = now;
 }
 
-/* Whether the pod's bind of this revision has closed. */
-static bool closed_with(const struct correlator *c, const char *ns, const char *name,
-			int64_t revision)
+/* Whether the bind of this revision of the pod whose key hashes so has closed. */
+static bool closed_with(const struct correlator *c, uint64_t key_hash, int64_t revision)
 {
-	uint64_t h = watch_key_hash(ns, name);
+	uint64_t h = closed_hash(key_hash);
 	size_t i;
 
 	for (i = 0; i < CLOSED_PROBES; i++) {
@@ -1512,7 +1513,7 @@ static void on_watch_event(struct correlator *c, const struct actor *who,
 			p->create_revision = strtoll(obj->meta.resource_version, NULL, 10);
 	}
 	o->revision = strtoll(obj->meta.resource_version, NULL, 10);
-	if (sent && o->revision && closed_with(c, obj->meta.namespace, obj->meta.name, o->revision))
+	if (sent && o->revision && closed_with(c, o->key_hash, o->revision))
 		c->stats.watch_sent_after_close++;
 	util__copy(o->event_type, sizeof(o->event_type), msg->body.watch.type);
 	if (obj->kind == K8S_KIND_POD) {
