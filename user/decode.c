@@ -397,7 +397,7 @@ static void decode_k8s_body(struct conn_decoder *c, struct decoded_msg *m, const
 	else if (buf[0] == '{' || buf[0] == ' ' || buf[0] == '\n')
 		err = k8s__decode_json((const char *)buf, len, &m->body.k8s, cols);
 	else
-		err = -EBADMSG;
+		err = -EPROTONOSUPPORT; /* not an object: /metrics text, a log, HTML */
 	if (err) {
 		c->stats.decode_errors += err != -EPROTONOSUPPORT;
 		m->body_kind = BODY_UNDECODED;

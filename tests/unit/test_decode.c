@@ -227,6 +227,46 @@ static void check_midstream(const struct seen *s)
 	      s->kinds[DECODED_WATCH_EVENT]);
 }
 
+static void count_msg(const struct decoded_msg *m, void *ctx)
+{
+	(void)m;
+	(*(int *)ctx)++;
+}
+
+/* A body that is not a Kubernetes object (a /metrics scrape's text) is not a decode error; a
+ * JSON object cut short is. The tracer's exit counts the errors as messages lost. */
+static void check_not_an_object(void)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n"
+				  "GET /api/v1/namespaces/d/pods/p HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char metrics[] = "# HELP up 1\n# TYPE up gauge\nup 1\n";
+	static const char broken[] = "{\"kind\":\"Pod\",\"metadata\":{\"name\":";
+	char resp[512];
+	int n = 0, msgs = 0;
+	struct conn_decoder_stats st;
+	struct conn_decoder *d = conn_decoder__new(count_msg, &msgs);
+
+	n +=
+	    snprintf(resp + n, sizeof(resp) - n,
+		     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s",
+		     strlen(metrics), metrics);
+	n += snprintf(resp + n, sizeof(resp) - n,
+		      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+		      "%zu\r\n\r\n%s",
+		      strlen(broken), broken);
+	CHECK(d != NULL, "not an object: decoder");
+	if (!d)
+		return;
+	conn_decoder__set_client_dir(d, CONN_DIR_OUT);
+	conn_decoder__feed(d, CONN_DIR_OUT, 0, req, strlen(req), 1000);
+	conn_decoder__feed(d, CONN_DIR_IN, 0, resp, (size_t)n, 2000);
+	conn_decoder__stats(d, &st);
+	CHECK(msgs == 4, "not an object: 4 messages, got %d", msgs);
+	CHECK(st.decode_errors == 1, "not an object: only the cut JSON is an error, got %llu",
+	      (unsigned long long)st.decode_errors);
+	conn_decoder__free(d);
+}
+
 static const struct {
 	const char *name;
 	int messages;
@@ -282,5 +322,6 @@ int main(void)
 		}
 		free(whole.m);
 	}
+	check_not_an_object();
 	return check_summary("decode");
 }
