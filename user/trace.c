@@ -561,22 +561,16 @@ static void print_totals(struct tracer *tr)
 		    "restarted process)\n",
 		    (double)idle.caught_up_ns / 1e9, (unsigned long long)idle.catch_ups,
 		    (unsigned long long)idle.starved);
-	if (cstats.receipts_late)
+	/* Both come of the apiserver's fan-out trailing etcd's event by more than the linger. */
+	if (cstats.receipts_late || cstats.watch_sent_after_close)
 		fprintf(
 		    stderr,
-		    "bindtrace: %llu watch events not read by their traced watcher before their "
-		    "bind closed (--linger: %llu ms after the apiserver read etcd's event): "
-		    "their receipts are missing\n",
-		    (unsigned long long)cstats.receipts_late,
-		    (unsigned long long)tr->opt.linger_ms);
-	if (cstats.watch_sent_after_close)
-		fprintf(
-		    stderr,
-		    "bindtrace: %llu watch events of a bind sent by the apiserver after the bind "
-		    "had closed (--linger: %llu ms after the apiserver read etcd's event): their "
-		    "watchers are not listed in its timeline\n",
-		    (unsigned long long)cstats.watch_sent_after_close,
-		    (unsigned long long)tr->opt.linger_ms);
+		    "bindtrace: watch events after their bind closed (--linger: %llu ms after "
+		    "the apiserver read etcd's event): %llu not read by their traced watcher by "
+		    "then (their receipts are missing), %llu sent by the apiserver after it (their "
+		    "watchers are not listed)\n",
+		    (unsigned long long)tr->opt.linger_ms, (unsigned long long)cstats.receipts_late,
+		    (unsigned long long)cstats.watch_sent_after_close);
 	if (cstats.ring_wrapped)
 		fprintf(stderr,
 			"bindtrace: %llu binds stayed open while over 16384 observations came (the "
