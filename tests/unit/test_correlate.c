@@ -267,6 +267,17 @@ static struct correlator *full_correlator(struct result *r)
 	return r ? correlator__new(&opt, on_bind, r) : NULL;
 }
 
+/* A new correlator into r, emptied first (NULL without memory, a failed check). */
+static struct correlator *fresh_correlator(struct result *r, const char *what)
+{
+	struct correlator *c;
+
+	memset(r, 0, sizeof(*r));
+	c = full_correlator(r);
+	CHECK(c != NULL, "%s: correlator", what);
+	return c;
+}
+
 static void check_run(const struct addresses *a)
 {
 	struct result *r = calloc(1, sizeof(*r));
@@ -742,12 +753,12 @@ static void check_node_scope(void)
 static void check_ring_wrap(void)
 {
 	struct result *r = calloc(1, sizeof(*r));
-	struct correlator *c = full_correlator(r);
+	struct correlator *c = r ? fresh_correlator(r, "ring wrap") : NULL;
 	const struct bind_timeline *t = &r->t;
 	struct correlator_stats stats;
 
-	CHECK(r && c, "ring wrap: correlator");
-	if (!r || !c)
+	CHECK(r != NULL, "ring wrap: result");
+	if (!c)
 		goto out;
 	flood(c, 590, 2 * 16384 + 7);
 	play(c, &runs[0]);
@@ -760,9 +771,7 @@ static void check_ring_wrap(void)
 	      "ring wrap: etcd's response on the Txn's stream");
 	correlator__free(c);
 
-	memset(r, 0, sizeof(*r));
-	c = full_correlator(r);
-	CHECK(c != NULL, "ring wrap: correlator");
+	c = fresh_correlator(r, "pushed out");
 	if (!c)
 		goto out;
 	play_flooded(c, &runs[0], 16384);
@@ -781,9 +790,7 @@ static void check_ring_wrap(void)
 	correlator__free(c);
 
 	/* Answered 201, etcd's watch event never seen: the bind waits for it, then says so. */
-	memset(r, 0, sizeof(*r));
-	c = full_correlator(r);
-	CHECK(c != NULL, "no watch event: correlator");
+	c = fresh_correlator(r, "no watch event");
 	if (!c)
 		goto out;
 	play_to_watch_event_of(c, &runs[0], 0, false);
