@@ -290,8 +290,7 @@ static int each_word(struct memory *s, word_fn fn, void *ctx)
 }
 
 struct netfd_pass {
-	const int *fds;
-	size_t n;
+	const uint64_t *wanted; /* a bit per descriptor below FD_LIMIT */
 	struct addr_set *out;
 	struct memory *s;
 };
@@ -307,11 +306,10 @@ static void netfd_word(void *ctx, uint64_t addr, const uint8_t *at, const uint8_
 	if (hi - at < AFTER || at[48] != 1 || at[49] != 1 || at[50] != 0)
 		return;
 	memcpy(&fd, at + 16, sizeof(fd));
-	if (fd < 0 || fd >= FD_LIMIT)
+	if (fd < 0 || fd >= FD_LIMIT || !(p->wanted[fd / 64] >> (fd % 64) & 1))
 		return;
-	for (size_t i = 0; i < p->n; i++)
-		if (p->fds[i] == fd && !addr_set__add(p->out, addr, (int)fd))
-			p->s->truncated++;
+	if (!addr_set__add(p->out, addr, (int)fd))
+		p->s->truncated++;
 }
 
 struct pointer_pass {
@@ -436,19 +434,25 @@ int goheap__find_tls_conns(pid_t pid, const struct tls_layout *layout, const int
 	struct memory s = { .pid = pid, .cancel = cancel };
 	uint64_t t0 = util__monotonic_ns();
 	bool *ambiguous = calloc(n ? n : 1, sizeof(*ambiguous));
+	/* The descriptors looked for, as bits: a search may look for hundreds (an etcd holds one
+	 * connection per apiserver storage client, most of them silent). */
+	uint64_t *wanted = calloc(FD_LIMIT / 64, sizeof(*wanted));
 	int n_regions, err = 0, hits = 0;
 
 	memset(found, 0, n * sizeof(*found));
 	s.chunk = malloc(CHUNK + BEFORE + AFTER);
-	if (!regions || !ambiguous || !s.chunk || addr_set__init(&netfds) ||
+	if (!regions || !ambiguous || !wanted || !s.chunk || addr_set__init(&netfds) ||
 	    addr_set__init(&level[0]) || addr_set__init(&level[1]) || addr_set__init(&tls)) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	for (size_t k = 0; k < n; k++)
+		if (fds[k] >= 0 && fds[k] < FD_LIMIT)
+			wanted[fds[k] / 64] |= 1ull << (fds[k] % 64);
 	n_regions = read_regions(pid, regions, MAX_REGIONS, &s);
 	err = n_regions < 0 ? n_regions : find_runs(pid, regions, n_regions, &s);
 	if (!err) {
-		struct netfd_pass np = { fds, n, &netfds, &s };
+		struct netfd_pass np = { wanted, &netfds, &s };
 
 		err = each_word(&s, netfd_word, &np);
 	}
@@ -507,6 +511,7 @@ cleanup:
 	addr_set__free(&level[0]);
 	addr_set__free(&netfds);
 	free(ambiguous);
+	free(wanted);
 	free(s.chunk);
 	free(s.runs);
 	free(regions);

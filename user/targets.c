@@ -917,8 +917,9 @@ static void check_keyed(void *ctx, const struct endpoint *local, const struct en
 	if (!(flags & CONN_TLS)) {
 		if (session__wire_pending(w->ts->session, w->t->proc.pid, inode))
 			return;
-		/* Beyond TARGETS_HEAP_SEARCHED, none is searched for (a search costs about 5 ms
-		 * per MB of heap): they keep the probe on while they are silent, as until stop 34. */
+		/* Beyond TARGETS_HEAP_SEARCHED, none is searched for: they keep the probe on while
+		 * they are silent, as until stop 34. (A search costs about 5 ms per MB of heap,
+		 * however many it looks for.) */
 		if (!heap_searched(w->t, inode) &&
 		    w->t->n_heap_searched + w->n_silent < TARGETS_HEAP_SEARCHED)
 			w->silent[w->n_silent++] = inode;

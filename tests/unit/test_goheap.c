@@ -3,7 +3,9 @@
  * descriptor; the itabs in the executable's data), and the parent, reading its memory, must find
  * each tls.Conn at its address. Left at 0: a descriptor two tls.Conns answer for, one whose itab
  * does not hold up, one whose tls.Conn is TLS 1.2, one nothing leads to, and a descriptor with no
- * netFD at all. Needs process_vm_readv on a child (root, or Yama's ptrace_scope at most 1). */
+ * netFD at all. Then MANY more connections looked for in one search, their descriptors on both sides
+ * of 64 (an etcd holds 60-odd silent ones): each found. Needs process_vm_readv on a child (root,
+ * or Yama's ptrace_scope at most 1). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -21,6 +23,7 @@
 #include "gotls.h"
 
 enum { DIRECT, WRAPPED, TWICE, BAD_ITAB, TLS12, NO_CONN, NO_NETFD, CASES };
+#define MANY 150
 
 /* Go's abi.Type, as far as the itab check reads it: its hash at 16, its kind at 23. */
 struct fake_type {
@@ -92,7 +95,7 @@ static uint8_t *tls_conn(const struct tls_layout *l, const struct fake_itab *ita
 /* The child: the objects, then their addresses and descriptors to the parent; waits for it. */
 static void child(const struct tls_layout *l, int out, int wait_fd)
 {
-	uint64_t msg[2 * CASES];
+	uint64_t msg[2 * CASES], many[2 * MANY];
 	uint8_t *wrapper, *conn;
 	int fds[CASES];
 	char byte;
@@ -119,7 +122,14 @@ static void child(const struct tls_layout *l, int out, int wait_fd)
 	tls_conn(l, &bad_itab, net_conn(fds[BAD_ITAB], true), 0x0304);
 	tls_conn(l, &good_itab, net_conn(fds[TLS12], true), 0x0303);
 	net_conn(fds[NO_CONN], false);
-	if (write(out, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+	for (int i = 0; i < MANY; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		many[MANY + i] = (uint64_t)fd;
+		many[i] = (uintptr_t)tls_conn(l, &good_itab, net_conn(fd, true), 0x0304);
+	}
+	if (write(out, msg, sizeof(msg)) != (ssize_t)sizeof(msg) ||
+	    write(out, many, sizeof(many)) != (ssize_t)sizeof(many))
 		_exit(3);
 	(void)!read(wait_fd, &byte, 1);
 	_exit(0);
@@ -128,7 +138,8 @@ static void child(const struct tls_layout *l, int out, int wait_fd)
 int main(void)
 {
 	int to_parent[2], to_child[2], fds[CASES];
-	uint64_t msg[2 * CASES], found[CASES];
+	uint64_t msg[2 * CASES], found[CASES], many[2 * MANY], many_found[MANY];
+	int many_fds[MANY], n_right = 0;
 	struct goheap_stats st = { 0 };
 	struct tls_layout l;
 	atomic_bool cancel = false;
@@ -147,6 +158,7 @@ int main(void)
 	close(to_parent[1]);
 	close(to_child[0]);
 	CHECK(read(to_parent[0], msg, sizeof(msg)) == (ssize_t)sizeof(msg), "the child's objects");
+	CHECK(read(to_parent[0], many, sizeof(many)) == (ssize_t)sizeof(many), "the many objects");
 	for (int i = 0; i < CASES; i++)
 		fds[i] = (int)msg[CASES + i];
 	/* A descriptor the child does not have: no netFD leads to it. */
@@ -173,6 +185,16 @@ int main(void)
 	CHECK_INT(found[NO_NETFD], 0);
 	CHECK(st.netfds >= 6, "netFDs found: %llu", (unsigned long long)st.netfds);
 	CHECK(st.bytes_read >= 1 << 20, "bytes read: %llu", (unsigned long long)st.bytes_read);
+
+	for (int i = 0; i < MANY; i++)
+		many_fds[i] = (int)many[MANY + i];
+	CHECK(many_fds[0] < 64 && many_fds[MANY - 1] > 128, "descriptors %d..%d", many_fds[0],
+	      many_fds[MANY - 1]);
+	n = goheap__find_tls_conns(pid, &l, many_fds, MANY, many_found, NULL, &cancel);
+	CHECK_INT(n, MANY);
+	for (int i = 0; i < MANY; i++)
+		n_right += many_found[i] && many_found[i] == many[i];
+	CHECK_INT(n_right, MANY);
 
 	close(to_child[1]);
 	waitpid(pid, NULL, 0);
