@@ -282,15 +282,15 @@ static bool token_is(const char *p, size_t n, const char *word)
 	return strlen(word) == n && !strncmp(p, word, n);
 }
 
-/* BINDTRACE_TLS_WIRE into bits of wire_role_of: unset, the scheduler's; empty, 0 or none,
- * no one's; 1 or all, every role's; else a comma list of role names. Anything else is refused
- * with one line (a misspelt role was once taken as none, without a word). */
+/* BINDTRACE_TLS_WIRE into bits of wire_role_of: unset, the scheduler's and etcd's; empty, 0 or
+ * none, no one's; 1 or all, every role's; else a comma list of role names. Anything else is
+ * refused with one line (a misspelt role was once taken as none, without a word). */
 static int wire_roles_parse(const char *name, unsigned *roles)
 {
 	const char *v = getenv("BINDTRACE_TLS_WIRE");
 	const size_t n_names = sizeof(wire_role_of) / sizeof(wire_role_of[0]);
 
-	*roles = v ? 0 : 1u; /* wire_role_of[0], the scheduler */
+	*roles = v ? 0 : 1u | 1u << 2; /* wire_role_of[0] and [2]: the scheduler, etcd */
 	for (const char *p = v; p && *p;) {
 		size_t n = strcspn(p, ",");
 		bool known = token_is(p, n, "0") || token_is(p, n, "none");
@@ -337,7 +337,7 @@ static void probe_hits__configure(struct capture_bpf *skel, bool wire)
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
 	v = getenv("BINDTRACE_TLS_KEYS");
 	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
-	/* Writes from the wire (the scheduler's unless BINDTRACE_TLS_WIRE=0: targets.c's
+	/* Writes from the wire (the scheduler's and etcd's unless BINDTRACE_TLS_WIRE=0: targets.c's
 	 * target__wire) and BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
 	 * state read and their keyed connections' write(2)s copied (see tlswire.h). */
 	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire;
