@@ -282,6 +282,15 @@ static bool token_is(const char *p, size_t n, const char *word)
 	return strlen(word) == n && !strncmp(p, word, n);
 }
 
+/* role's bit in wire_roles. */
+static unsigned wire_bit(enum process_role role)
+{
+	for (size_t i = 0; i < sizeof(wire_role_of) / sizeof(wire_role_of[0]); i++)
+		if (wire_role_of[i] == role)
+			return 1u << i;
+	return 0;
+}
+
 /* BINDTRACE_TLS_WIRE into bits of wire_role_of: unset, the scheduler's and etcd's; empty, 0 or
  * none, no one's; 1 or all, every role's; else a comma list of role names. Anything else is
  * refused with one line (a misspelt role was once taken as none, without a word). */
@@ -290,7 +299,7 @@ static int wire_roles_parse(const char *name, unsigned *roles)
 	const char *v = getenv("BINDTRACE_TLS_WIRE");
 	const size_t n_names = sizeof(wire_role_of) / sizeof(wire_role_of[0]);
 
-	*roles = v ? 0 : 1u | 1u << 2; /* wire_role_of[0] and [2]: the scheduler, etcd */
+	*roles = v ? 0 : wire_bit(ROLE_SCHEDULER) | wire_bit(ROLE_ETCD);
 	for (const char *p = v; p && *p;) {
 		size_t n = strcspn(p, ",");
 		bool known = token_is(p, n, "0") || token_is(p, n, "none");

@@ -3,9 +3,9 @@
  * descriptor; the itabs in the executable's data), and the parent, reading its memory, must find
  * each tls.Conn at its address. Left at 0: a descriptor two tls.Conns answer for, one whose itab
  * does not hold up, one whose tls.Conn is TLS 1.2, one nothing leads to, and a descriptor with no
- * netFD at all. Then MANY more connections looked for in one search, their descriptors on both sides
- * of 64 (an etcd holds 60-odd silent ones): each found. Needs process_vm_readv on a child (root,
- * or Yama's ptrace_scope at most 1). */
+ * netFD at all. Then MANY more connections looked for in one search, their descriptors on both
+ * sides of 64 (an etcd holds 60-odd silent ones): each found. Needs process_vm_readv on a child
+ * (root, or Yama's ptrace_scope at most 1). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
