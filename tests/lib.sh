@@ -15,6 +15,13 @@ check() {
 	shift
 	if "$@"; then pass "$what"; else fail "$what"; fi
 }
+# all_of 'COMMAND' ...: each a command line evaluated here; true when every one is. A compound
+# condition goes to check through it: in `check WHAT [ a ] && grep b` the && is the shell's, after
+# check has judged `[ a ]` alone, so grep b was never checked (tests/source/test-check-calls).
+all_of() {
+	local c
+	for c; do eval "$c" || return 1; done
+}
 skip() { echo "skip: $*"; exit 77; }
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root (BPF)"; }
 # no_sanitizer_report FILE: the tracer's stderr holds no ASan, LSan or UBSan report.
