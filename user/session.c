@@ -291,14 +291,18 @@ static unsigned wire_bit(enum process_role role)
 	return 0;
 }
 
-/* BINDTRACE_TLS_WIRE into bits of wire_role_of: unset, the scheduler's and etcd's; empty, 0 or
+/* BINDTRACE_TLS_WIRE into bits of wire_role_of: unset or empty, the scheduler's and etcd's; 0 or
  * none, no one's; 1 or all, every role's; else a comma list of role names. Anything else is
- * refused with one line (a misspelt role was once taken as none, without a word). */
+ * refused with one line (a misspelt role was once taken as none, without a word). Empty is the
+ * default, as for most variables: `BINDTRACE_TLS_WIRE=$choice` with nothing chosen once turned
+ * every Write probe back on, without a word. */
 static int wire_roles_parse(const char *name, unsigned *roles)
 {
 	const char *v = getenv("BINDTRACE_TLS_WIRE");
 	const size_t n_names = sizeof(wire_role_of) / sizeof(wire_role_of[0]);
 
+	if (v && !*v)
+		v = NULL;
 	*roles = v ? 0 : wire_bit(ROLE_SCHEDULER) | wire_bit(ROLE_ETCD);
 	for (const char *p = v; p && *p;) {
 		size_t n = strcspn(p, ",");

@@ -94,7 +94,7 @@ void session__print_tls_keys(const struct session *s, FILE *out);
  * keyed connections' Writes come from their wire (tlswire.h). */
 bool session__wire_delivers(const struct session *s);
 /* Whether BINDTRACE_TLS_WIRE (parsed once, at load) names role (kube-scheduler, kube-apiserver,
- * etcd): unset, the scheduler and etcd. */
+ * etcd): unset or empty, the scheduler and etcd. */
 bool session__wire_role(const struct session *s, const char *role);
 /* BINDTRACE_TLS_DECRYPT=1: every target's write(2)s are decrypted and compared, not delivered. */
 bool session__decrypts(const struct session *s);

@@ -583,8 +583,9 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		} else {
 			/* Its Writes from its probe: said only when asked for (the default's
 			 * scheduler built by a Go release gotls.c does not know is no fault). */
-			if (session__harvests_tls_keys(ts->session) || verbose ||
-			    getenv("BINDTRACE_TLS_WIRE"))
+			const char *asked = getenv("BINDTRACE_TLS_WIRE");
+
+			if (session__harvests_tls_keys(ts->session) || verbose || (asked && *asked))
 				fprintf(stderr,
 					"bindtrace: %s pid %d: %s: no crypto/tls layout known for "
 					"it, its TLS 1.3 state is not read%s\n",
