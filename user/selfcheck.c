@@ -165,6 +165,22 @@ static void check_btf(struct check_state *st)
 	btf__free(btf);
 }
 
+/* /proc/self/status's Seccomp: 0 none, 1 strict, 2 a filter; -1 unknown. */
+static int seccomp_mode(void)
+{
+	char line[128];
+	int mode = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Seccomp: %d", &mode) == 1)
+			break;
+	fclose(f);
+	return mode;
+}
+
 static void check_features(struct check_state *st, int privileged)
 {
 	struct selfcheck_bpf *skel = NULL;
@@ -192,8 +208,18 @@ static void check_features(struct check_state *st, int privileged)
 	skel->rodata->self_tgid = getpid();
 	err = selfcheck_bpf__load(skel);
 	if (err) {
-		report(st, "bpf", 0, "load BPF programs: %s (BPF syscall, JIT, BTF)",
-		       strerror(-err));
+		/* Refused with the capabilities held: in a container, its runtime's default seccomp
+		 * profile allows bpf() only with CAP_SYS_ADMIN (podman's, Docker's). */
+		if (err == -EPERM && seccomp_mode() == 2)
+			report(
+			    st, "bpf", 0,
+			    "load BPF programs: %s (a seccomp filter is on: a container runtime's "
+			    "default profile allows bpf() only with CAP_SYS_ADMIN, which this "
+			    "kernel also needs for uprobes)",
+			    strerror(-err));
+		else
+			report(st, "bpf", 0, "load BPF programs: %s (BPF syscall, JIT, BTF)",
+			       strerror(-err));
 		goto cleanup;
 	}
 
