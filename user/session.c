@@ -57,6 +57,7 @@ struct session {
 	uint64_t tls_pairs;
 	struct tlswire *tls_wire; /* copy_tls_wire: Writes from the wire, or _DECRYPT */
 	unsigned wire_roles;	  /* BINDTRACE_TLS_WIRE: bits of wire_role_of */
+	bool wire_asked;	  /* BINDTRACE_TLS_WIRE given, not empty */
 	bool wire_delivers;	  /* keyed connections' Writes from it (not BINDTRACE_TLS_WIRE=0) */
 	bool decrypt;		  /* BINDTRACE_TLS_DECRYPT=1: compared with the Write probe */
 	unsigned wire_targets;	  /* processes added with TARGET_TLS_WIRE */
@@ -296,13 +297,14 @@ static unsigned wire_bit(enum process_role role)
  * refused with one line (a misspelt role was once taken as none, without a word). Empty is the
  * default, as for most variables: `BINDTRACE_TLS_WIRE=$choice` with nothing chosen once turned
  * every Write probe back on, without a word. */
-static int wire_roles_parse(const char *name, unsigned *roles)
+static int wire_roles_parse(const char *name, unsigned *roles, bool *asked)
 {
 	const char *v = getenv("BINDTRACE_TLS_WIRE");
 	const size_t n_names = sizeof(wire_role_of) / sizeof(wire_role_of[0]);
 
 	if (v && !*v)
 		v = NULL;
+	*asked = v != NULL;
 	*roles = v ? 0 : wire_bit(ROLE_SCHEDULER) | wire_bit(ROLE_ETCD);
 	for (const char *p = v; p && *p;) {
 		size_t n = strcspn(p, ",");
@@ -329,6 +331,11 @@ static int wire_roles_parse(const char *name, unsigned *roles)
 		p += n + (p[n] == ',');
 	}
 	return 0;
+}
+
+bool session__wire_asked(const struct session *s)
+{
+	return s->wire_asked;
 }
 
 bool session__wire_role(const struct session *s, const char *role)
@@ -530,7 +537,7 @@ static int load(struct session *s)
 {
 	int err;
 
-	err = wire_roles_parse(s->opt.name, &s->wire_roles);
+	err = wire_roles_parse(s->opt.name, &s->wire_roles, &s->wire_asked);
 	if (err)
 		return err;
 	s->skel = capture_bpf__open();

@@ -96,6 +96,8 @@ bool session__wire_delivers(const struct session *s);
 /* Whether BINDTRACE_TLS_WIRE (parsed once, at load) names role (kube-scheduler, kube-apiserver,
  * etcd): unset or empty, the scheduler and etcd. */
 bool session__wire_role(const struct session *s, const char *role);
+/* Whether BINDTRACE_TLS_WIRE was given a value (empty counts as unset, the default). */
+bool session__wire_asked(const struct session *s);
 /* BINDTRACE_TLS_DECRYPT=1: every target's write(2)s are decrypted and compared, not delivered. */
 bool session__decrypts(const struct session *s);
 /* Then: how many write(2)s of TLS connections without a key pid made (their plaintext needs

@@ -583,9 +583,8 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		} else {
 			/* Its Writes from its probe: said only when asked for (the default's
 			 * scheduler built by a Go release gotls.c does not know is no fault). */
-			const char *asked = getenv("BINDTRACE_TLS_WIRE");
-
-			if (session__harvests_tls_keys(ts->session) || verbose || (asked && *asked))
+			if (session__harvests_tls_keys(ts->session) || verbose ||
+			    session__wire_asked(ts->session))
 				fprintf(stderr,
 					"bindtrace: %s pid %d: %s: no crypto/tls layout known for "
 					"it, its TLS 1.3 state is not read%s\n",
