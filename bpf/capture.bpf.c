@@ -150,9 +150,10 @@ static __always_inline __u8 target_bits(__u32 tgid)
 	return v ? *v : 0;
 }
 
-static __always_inline bool wire_of(__u32 tgid)
+/* Whether a process with these targets bits has its Writes from its wire. */
+static __always_inline bool wire_bits(__u8 bits)
 {
-	return copy_tls_wire && (target_bits(tgid) & TARGET_TLS_WIRE);
+	return copy_tls_wire && (bits & TARGET_TLS_WIRE);
 }
 
 struct {
@@ -598,8 +599,11 @@ static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u
 	return keyed;
 }
 
+/* wire: tgid's Writes come from its wire (wire_bits of its targets bits, looked up once per hit
+ * by uprobe_target: a second lookup of that map cost each Write of a process without the wire
+ * one more cold hash access). */
 static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn_state **st,
-					 __u64 *ino, bool harvest)
+					 __u64 *ino, bool harvest, bool wire)
 {
 	struct tls_conn_key key = { .tgid = tgid, .tls_conn = tls_conn };
 	struct conn_search s = { .tgid = tgid, .fd = -1 };
@@ -615,8 +619,7 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 		if (*st && *ino == want) {
 			/* Met before its handshake was done (a client's first Write): read once
 			 * more at a later Write, keyed if it is TLS 1.3 with a secret by then. */
-			if (harvest && !((*st)->flags & (CONN_KEYED | CONN_KEY_RETRIED)) &&
-			    wire_of(tgid)) {
+			if (harvest && wire && !((*st)->flags & (CONN_KEYED | CONN_KEY_RETRIED))) {
 				(*st)->flags |= CONN_KEY_RETRIED;
 				if (harvest_keys(tls_conn, tgid, fd, *ino, true))
 					(*st)->flags |= CONN_KEYED;
@@ -641,19 +644,16 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 	found.ino = s.ino;
 	bpf_map_update_elem(&tls_conn_fds, &key, &found, BPF_ANY);
 	/* The wire copy starts with the state read: its first record is sealed at that seq. */
-	if (harvest) {
-		bool wire = wire_of(tgid);
-
-		if ((harvest_tls_keys || wire) && harvest_keys(tls_conn, tgid, s.fd, s.ino, wire))
-			s.st->flags |= CONN_KEYED;
-	}
+	if (harvest && (harvest_tls_keys || wire) &&
+	    harvest_keys(tls_conn, tgid, s.fd, s.ino, wire))
+		s.st->flags |= CONN_KEYED;
 	return s.fd;
 }
 
 static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_state **st,
-				      __u64 *ino)
+				      __u64 *ino, bool wire)
 {
-	return go_conn_fd_of(tls_conn, tgid, st, ino, true);
+	return go_conn_fd_of(tls_conn, tgid, st, ino, true, wire);
 }
 
 /* A uprobe whose single-step is interrupted by a signal (Go preempts goroutines with SIGURG)
@@ -680,9 +680,12 @@ static __always_inline __u64 mix(__u64 h, __u64 v)
 	return h;
 }
 
-static __always_inline bool uprobe_wanted(__u32 tgid)
+/* Whether a TLS probe's hit in tgid is wanted, with its targets bits in *bits (0 for a process
+ * that is no target, taken with uprobe_any_pid). */
+static __always_inline bool uprobe_target(__u32 tgid, __u8 *bits)
 {
-	return uprobe_any_pid || is_target(tgid);
+	*bits = target_bits(tgid);
+	return *bits || uprobe_any_pid;
 }
 
 /* An entry probe on the stack check's branch that is about to go to morestack: the function
@@ -699,14 +702,15 @@ int BPF_KPROBE(tls_write)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct conn_state *st = NULL;
 	__u64 ino = 0, sig, buf, len;
+	__u8 bits;
 	int fd;
 
-	if (!uprobe_wanted(tgid))
+	if (!uprobe_target(tgid, &bits))
 		return 0;
 	count_hit(tgid, PROBE_TLS_WRITE);
 	if (branch_to_morestack(ctx))
 		return 0;
-	fd = go_conn_fd(ctx->ax, tgid, &st, &ino);
+	fd = go_conn_fd(ctx->ax, tgid, &st, &ino, wire_bits(bits));
 	if (fd < 0 || !st) {
 		count(COUNTER_NO_SOCKET, 1);
 		return 0;
@@ -742,18 +746,19 @@ int BPF_KPROBE(tls_secret)
 	struct tls_keys_event *e;
 	__u64 ino = 0, len = ctx->si;
 	__u16 suite = 0;
+	__u8 bits;
 	int fd;
 
-	if (!uprobe_wanted(tgid))
+	if (!uprobe_target(tgid, &bits))
 		return 0;
 	count_hit(tgid, PROBE_TLS_SECRET);
-	if (branch_to_morestack(ctx) || !wire_of(tgid) || ctx->cx != GO_TLS_LEVEL_APPLICATION ||
+	if (branch_to_morestack(ctx) || !wire_bits(bits) || ctx->cx != GO_TLS_LEVEL_APPLICATION ||
 	    (len != 32 && len != 48))
 		return 0;
 	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
 	if (!l || ctx->ax < l->conn_out)
 		return 0;
-	fd = go_conn_fd_of(ctx->ax - l->conn_out, tgid, &st, &ino, false);
+	fd = go_conn_fd_of(ctx->ax - l->conn_out, tgid, &st, &ino, false, true);
 	if (fd < 0 || !st || bpf_probe_read_user(&suite, sizeof(suite), (void *)ctx->bx))
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -784,16 +789,17 @@ int BPF_KPROBE(tls_read_entry)
 	struct tls_read_key key = { .tgid = tgid, .goroutine = ctx->r14 };
 	struct pending_read pr = { .buf = ctx->bx, .cap = ctx->cx };
 	struct conn_state *st = NULL;
+	__u8 bits;
 	int fd;
 
-	if (!uprobe_wanted(tgid))
+	if (!uprobe_target(tgid, &bits))
 		return 0;
 	count_hit(tgid, PROBE_TLS_READ_ENTRY);
 	if (branch_to_morestack(ctx))
 		return 0;
 	/* This goroutine's next RET is a new one (same key layout as last_read_ret's). */
 	bpf_map_delete_elem(&last_read_ret, &key);
-	fd = go_conn_fd(ctx->ax, tgid, &st, &pr.ino);
+	fd = go_conn_fd(ctx->ax, tgid, &st, &pr.ino, wire_bits(bits));
 	if (fd < 0 || !st) {
 		count(COUNTER_NO_SOCKET, 1);
 		return 0;
@@ -808,7 +814,7 @@ int BPF_KPROBE(tls_read_entry)
 /* A Read already blocked when the tracer attached returns without a recorded entry. Its receiver
  * and buffer are still in the caller's spill slots (found in the prologue by user space and
  * passed in the cookie), so its bytes are not lost. */
-static __always_inline int read_ret_from_spills(struct pt_regs *ctx, __u32 tgid, __s64 n)
+static __always_inline int read_ret_from_spills(struct pt_regs *ctx, __u32 tgid, __s64 n, bool wire)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 sp = ctx->sp, conn = 0, buf = 0, cap = 0, ino = 0;
@@ -823,7 +829,7 @@ static __always_inline int read_ret_from_spills(struct pt_regs *ctx, __u32 tgid,
 		return -1;
 	if (!conn || !buf || (__u64)n > cap)
 		return -1;
-	fd = go_conn_fd(conn, tgid, &st, &ino);
+	fd = go_conn_fd(conn, tgid, &st, &ino, wire);
 	if (fd < 0 || !st)
 		return -1;
 	st->flags |= CONN_TLS;
@@ -841,13 +847,14 @@ int BPF_KPROBE(tls_read_ret)
 	struct conn_state *st;
 	__s64 n = (__s64)ctx->ax;
 	struct read_ret_sig sig = { .sp = ctx->sp, .ip = ctx->ip, .n = ctx->ax }, *prev;
+	__u8 bits;
 
-	if (!uprobe_wanted(tgid))
+	if (!uprobe_target(tgid, &bits))
 		return 0;
 	count_hit(tgid, PROBE_TLS_READ_RET);
 	/* Without spill slots in the cookie the entry is probed too (tls_attachment__attach). */
 	if (read_ret_only && (bpf_get_attach_cookie(ctx) >> 24 & 1)) {
-		if (n > 0 && read_ret_from_spills(ctx, tgid, n) == 0)
+		if (n > 0 && read_ret_from_spills(ctx, tgid, n, wire_bits(bits)) == 0)
 			return 0;
 		if (n > 0)
 			count(COUNTER_READ_UNMATCHED, 1);
@@ -861,7 +868,7 @@ int BPF_KPROBE(tls_read_ret)
 	bpf_map_update_elem(&last_read_ret, &key, &sig, BPF_ANY);
 	pr = bpf_map_lookup_elem(&tls_reads, &key);
 	if (!pr) {
-		if (n > 0 && read_ret_from_spills(ctx, tgid, n) == 0)
+		if (n > 0 && read_ret_from_spills(ctx, tgid, n, wire_bits(bits)) == 0)
 			return 0;
 		count(COUNTER_READ_UNMATCHED, 1);
 		return 0;
