@@ -758,7 +758,7 @@ int BPF_KPROBE(tls_secret)
 	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
 	if (!l || ctx->ax < l->conn_out)
 		return 0;
-	fd = go_conn_fd_of(ctx->ax - l->conn_out, tgid, &st, &ino, false, true);
+	fd = go_conn_fd_of(ctx->ax - l->conn_out, tgid, &st, &ino, false, wire_bits(bits));
 	if (fd < 0 || !st || bpf_probe_read_user(&suite, sizeof(suite), (void *)ctx->bx))
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
