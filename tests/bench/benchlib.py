@@ -415,6 +415,25 @@ def summary_missing(err_lines):
     return rows
 
 
+def pods_complete(path):
+    """How many distinct pods the tracer's --json output at path shows bound (201) with no
+    stage missing. A bind the apiserver refused (429) and the scheduler sent again is a second
+    timeline of the same pod: counted once, by its successful attempt, so the fraction of pods is
+    never above 1. Unreadable lines count as nothing."""
+    done = set()
+    with open(path) as f:
+        for line in f:
+            try:
+                b = json.loads(line)
+            except ValueError:
+                continue
+            pod = b.get("pod") or {}
+            if (b.get("result") == "bound" and b.get("status_code") == 201 and
+                    b.get("missing_stages") == 0):
+                done.add((pod.get("namespace"), pod.get("name")))
+    return len(done)
+
+
 def keep_files(paths, label):
     """Copies paths to build/bench-kept/LABEL-TIME/ (outside the bench's work directory, which
     is removed at its end); returns that directory."""
