@@ -583,8 +583,9 @@ static int cmp_u64(const void *a, const void *b)
 /* Idle connections whose socket is no longer open in their process are closed: their decoders
  * and slots are freed, so a long run with many short-lived clients keeps its memory (and the
  * table keeps room). Idle ones only, and each process's descriptors read once, so the /proc scan
- * stays rare. */
-void dispatch__sweep(struct dispatch *d, uint64_t now)
+ * stays rare. Idle on the records' clock (read_to_ns, how far they have been read): the records
+ * read have had nothing of it for CONN_IDLE_NS, however late they are read. */
+void dispatch__sweep(struct dispatch *d, uint64_t read_to_ns)
 {
 	struct queue idle = { .size = sizeof(struct queued_peer) };
 	size_t i, j, n_open;
@@ -593,7 +594,7 @@ void dispatch__sweep(struct dispatch *d, uint64_t now)
 		struct dispatch_conn *cc = d->conns.slots[i].user;
 		struct queued_peer *p;
 
-		if (!cc || now < cc->last_ns + CONN_IDLE_NS || !(p = queue__push(&idle)))
+		if (!cc || read_to_ns < cc->last_ns + CONN_IDLE_NS || !(p = queue__push(&idle)))
 			continue;
 		p->pid = cc->who.pid;
 		p->conn = cc->who.conn;
@@ -612,7 +613,7 @@ void dispatch__sweep(struct dispatch *d, uint64_t now)
 			if (p->pid != pid)
 				continue;
 			if (!open || !bsearch(&p->conn, open, n_open, sizeof(*open), cmp_u64))
-				close_conn(d, pid, p->conn, now);
+				close_conn(d, pid, p->conn, read_to_ns);
 			p->pid = 0;
 		}
 		free(open);

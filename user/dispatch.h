@@ -87,8 +87,9 @@ void dispatch__fsync(struct dispatch *d, const struct actor *who, const struct f
 void dispatch__peer_known(struct dispatch *d, pid_t pid, uint64_t conn, pid_t peer);
 /* What the handlers queued, in order: fsyncs, bind calls, peers of new connections. */
 void dispatch__run_queued(struct dispatch *d);
-/* Connections idle for 10 s whose socket is gone from their process: decoders freed. */
-void dispatch__sweep(struct dispatch *d, uint64_t now_ns);
+/* Connections idle for 10 s of the records' clock (read_to_ns: how far the records read go) whose
+ * socket is gone from their process: decoders freed. */
+void dispatch__sweep(struct dispatch *d, uint64_t read_to_ns);
 /* pid's connections belong to another role now (a watcher was the restarted scheduler); with
  * reads_via_syscall its reads come from its peers' Writes from now on (peer_feed__reader_reads),
  * where as a watcher they came from its own Read probes. */

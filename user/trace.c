@@ -458,7 +458,11 @@ static void between_reads(void *ctx, uint64_t now, uint64_t read_to)
 	}
 	metrics_server__heartbeat(tr->metrics_server, now);
 	if (now >= tr->next_sweep) {
-		dispatch__sweep(tr->dispatch, now);
+		/* Whether a connection has gone quiet is a question about what is still to come: on
+		 * the records' clock. On the wall clock, a reader 10 s behind took a client that had
+		 * closed for idle while its records were still being read, and freed its decoder in
+		 * the middle of them (test-faults g). */
+		dispatch__sweep(tr->dispatch, read_to);
 		/* The decoders make and free many small objects (a watch event's JSON is hundreds
 		 * of them); freed pages inside the heap go back to the kernel here rather than
 		 * count in an agent's resident memory for days. */
