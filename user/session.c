@@ -38,6 +38,7 @@ struct session {
 	 * time (0: none yet); how old that record was when the read ended (0: nothing read). */
 	unsigned batch_left;
 	uint64_t newest_ns, lag_ns;
+	uint64_t ring_peak;	  /* session__ring_peak */
 	_Atomic uint64_t step_ns; /* session__last_step_ns */
 	bool poll_fast;
 	/* BINDTRACE_TLS_KEYS=1: the connections whose TLS 1.3 state was read, by process. */
@@ -660,8 +661,11 @@ void session__remove_target(struct session *s, pid_t pid)
  * -errno; *behind when it stopped at the batch's end (more may be waiting). */
 static int read_batch(struct session *s, int timeout_ms, bool *behind)
 {
+	uint64_t waiting = session__ring_waiting(s);
 	int err;
 
+	if (waiting > s->ring_peak)
+		s->ring_peak = waiting;
 	s->batch_left = SESSION_READ_BATCH;
 	s->newest_ns = 0;
 	err = ring_buffer__poll(s->ring, timeout_ms);
@@ -738,6 +742,11 @@ uint64_t session__ring_size(const struct session *s)
 uint64_t session__read_lag(const struct session *s)
 {
 	return s->lag_ns;
+}
+
+uint64_t session__ring_peak(const struct session *s)
+{
+	return s->ring_peak;
 }
 
 uint64_t session__last_step_ns(const struct session *s)

@@ -141,6 +141,9 @@ uint64_t session__last_step_ns(const struct session *s);
  * thread; the ring's size; its map fd (for another thread's epoll on its wakeups). */
 uint64_t session__ring_waiting(const struct session *s);
 uint64_t session__ring_size(const struct session *s);
+/* The most that waited when a read began (the reading loop's own look: a reader held off the CPU
+ * finds its backlog there), for how near the ring came to full. */
+uint64_t session__ring_peak(const struct session *s);
 int session__ring_fd(const struct session *s);
 /* Records read so far. */
 uint64_t session__events(const struct session *s);

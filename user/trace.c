@@ -544,14 +544,18 @@ static void print_totals(struct tracer *tr)
 			(unsigned long long)dstats.streams_evicted, DECODE_MAX_STREAMS,
 			(unsigned long long)dstats.decode_errors);
 	/* Held off the CPU (a saturated node), the tracer reads a backlog afterwards: said, so
-	 * that late output is not taken for a slow control plane. */
+	 * that late output is not taken for a slow control plane; and how full the ring came, how
+	 * near to drops that was (--ringbuf-size). */
 	if (tr->max_behind_ns >= READ_BEHIND_SAID_NS)
 		fprintf(stderr,
-			"bindtrace: reading the ring buffer fell behind by up to %.1f s (%s), and "
-			"caught up%s\n",
+			"bindtrace: reading the ring buffer fell behind by up to %.1f s (%s; up to "
+			"%.0f%% of its %.1f MiB waiting at a read's start), and caught up%s\n",
 			(double)tr->max_behind_ns / 1e9,
 			tr->idle ? "--nice idle: it gave way to the control plane"
 				 : "a tracer kept off the CPU",
+			100.0 * (double)session__ring_peak(tr->session) /
+			    (double)session__ring_size(tr->session),
+			(double)session__ring_size(tr->session) / (1 << 20),
 			session__read_lag(tr->session) >= READ_BEHIND_SAID_NS
 			    ? " but for the last read"
 			    : "");
