@@ -293,7 +293,7 @@ static unsigned wire_bit(enum process_role role)
 	return 0;
 }
 
-/* BINDTRACE_TLS_WIRE into bits of wire_role_of: unset or empty, the scheduler's and etcd's; 0 or
+/* BINDTRACE_TLS_WIRE into bits of wire_role_of: unset or empty, the scheduler's; 0 or
  * none, no one's; 1 or all, every role's; else a comma list of role names. Anything else is
  * refused with one line (a misspelt role was once taken as none, without a word). Empty is the
  * default, as for most variables: `BINDTRACE_TLS_WIRE=$choice` with nothing chosen once turned
@@ -306,7 +306,7 @@ static int wire_roles_parse(const char *name, unsigned *roles, bool *asked)
 	if (v && !*v)
 		v = NULL;
 	*asked = v != NULL;
-	*roles = v ? 0 : wire_bit(ROLE_SCHEDULER) | wire_bit(ROLE_ETCD);
+	*roles = v ? 0 : wire_bit(ROLE_SCHEDULER);
 	for (const char *p = v; p && *p;) {
 		size_t n = strcspn(p, ",");
 		bool known = token_is(p, n, "0") || token_is(p, n, "none");
@@ -358,7 +358,7 @@ static void probe_hits__configure(struct capture_bpf *skel, bool wire)
 	skel->rodata->count_probe_hits = v && *v && strcmp(v, "0") != 0;
 	v = getenv("BINDTRACE_TLS_KEYS");
 	skel->rodata->harvest_tls_keys = v && *v && strcmp(v, "0") != 0;
-	/* Writes from the wire (the scheduler's and etcd's unless BINDTRACE_TLS_WIRE=0: targets.c's
+	/* Writes from the wire (the scheduler's unless BINDTRACE_TLS_WIRE says otherwise: targets.c's
 	 * target__wire) and BINDTRACE_TLS_DECRYPT=1: the TARGET_TLS_WIRE processes' connection
 	 * state read and their keyed connections' write(2)s copied (see tlswire.h). */
 	skel->rodata->copy_tls_wire = env_on("BINDTRACE_TLS_DECRYPT") || wire;

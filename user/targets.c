@@ -158,15 +158,18 @@ static bool target__reads_via_syscall(const struct targets *ts, const struct tar
 
 /* Whether t's Writes come from its wire (tlswire.h): its keyed connections' write(2)s copied and
  * decrypted, its Write probe off while every connection is keyed (targets__wire_tick).
- * BINDTRACE_TLS_WIRE unset: the scheduler's and etcd's. The scheduler has a few connections;
- * those silent since attaching are found in its memory (goheap.h), so its probe goes about 2 s
- * after attaching and stays off: 4-6 of the 16-18 uprobe hits per bind of tests/cost/hits.
- * etcd's 60-odd silent ones (a storage client each of the apiserver) are found in one search
- * too, and its Writes were copied whole by the probe anyway: 6-7 more (stop 50). The apiserver
- * keeps its probe: connections to every client, a heap of hundreds of MB at 1000 nodes, and
- * copying its watch traffic cost more than its hits saved (scale bench, stop 31). =0 or =none:
- * none; =1 or =all: the three roles; else a comma-separated list of role names
- * (kube-scheduler,etcd,kube-apiserver).
+ * BINDTRACE_TLS_WIRE unset: the scheduler's. The scheduler has a few connections; those silent
+ * since attaching are found in its memory (goheap.h), so its probe goes about 2 s after attaching
+ * and stays off: 4-6 of the 16-18 uprobe hits per bind of tests/cost/hits. etcd's 60-odd silent
+ * ones (a storage client each of the apiserver) are found in one search too, and its wire saves
+ * 6-7 more hits (stop 50), but it was the default only from stop 50 to 56: at 1000 nodes every
+ * write(2) etcd makes to the apiserver is copied and decrypted, and the apiserver's p99 in a
+ * burst came out higher with it (a geometric mean of 1.47 [1.20-1.79] over 96 pairs, against
+ * 1.06 [0.78-1.43] over 48 with etcd on its probe), the control plane's CPU too (scale bench,
+ * stop 57); BINDTRACE_TLS_WIRE=kube-scheduler,etcd turns it on. The apiserver keeps its probe:
+ * connections to every client, a heap of hundreds of MB at 1000 nodes, and copying its watch
+ * traffic cost more than its hits saved (scale bench, stop 31). =0 or =none: none; =1 or =all:
+ * the three roles; else a comma-separated list of role names (kube-scheduler,etcd,kube-apiserver).
  * BINDTRACE_TLS_DECRYPT=1 (a measurement): every target's write(2)s are copied and compared
  * with its Write probe, nothing delivered. */
 static bool target__wire(const struct targets *ts, const struct target *t)
@@ -1089,7 +1092,7 @@ void targets__print_wire(const struct targets *ts, FILE *out)
 		fprintf(
 		    out,
 		    "bindtrace: %s pid %d: Writes from the wire (BINDTRACE_TLS_WIRE, by default the "
-		    "scheduler's and etcd's): Write probe "
+		    "scheduler's): Write probe "
 		    "%s at exit, taken off %u times, put back %u; %llu write(2)s of TLS "
 		    "connections without a key (their bytes not decoded); %d connections silent "
 		    "since attaching searched for in its memory, %u found (%u searches, %.1f MB "
