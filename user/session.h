@@ -94,7 +94,7 @@ void session__print_tls_keys(const struct session *s, FILE *out);
  * keyed connections' Writes come from their wire (tlswire.h). */
 bool session__wire_delivers(const struct session *s);
 /* Whether BINDTRACE_TLS_WIRE (parsed once, at load) names role (kube-scheduler, kube-apiserver,
- * etcd): unset or empty, the scheduler and etcd. */
+ * etcd): unset or empty, the scheduler. */
 bool session__wire_role(const struct session *s, const char *role);
 /* Whether BINDTRACE_TLS_WIRE was given a value (empty counts as unset, the default). */
 bool session__wire_asked(const struct session *s);
