@@ -3053,7 +3053,8 @@ static bool lost_on(struct correlator *c, const struct stage *st, uint64_t from,
 /* A message read before it was written was not that message: with bytes lost, a decoder that
  * found its footing again can give a later frame the stream of one it never saw (test-faults e:
  * a bind_response 15 ms after the scheduler had read it). Only when losses were seen: otherwise
- * an inversion is a defect to show, not to hide. The writer's side goes, as lost. */
+ * an inversion is a defect to show, not to hide. The writer's side goes, as lost; within the
+ * apiserver, its read of the request when that came after its Txn (below). */
 static void drop_uncaused(struct bind_timeline *t)
 {
 	static const enum stage_id pairs[][2] = {
