@@ -2,7 +2,8 @@
 /* The bare cost of a uprobe trap on this machine, and what uprobe_multi links change (issue 15):
  * calls a small function in a loop with nothing attached, with a single uprobe running a no-op
  * BPF program, and with the same program through one BPF_TRACE_UPROBE_MULTI link; then attaches
- * and detaches NPROBES probes (one per function) both ways and times it. Self-contained: the
+ * and detaches NPROBES probes (one per function) both ways and times it. Last, what a trap
+ * costs a caller that reads many pages between two hits (pages_after_trap). Self-contained: the
  * no-op program is two instructions loaded with bpf(BPF_PROG_LOAD); links are made with the raw
  * bpf(BPF_LINK_CREATE) (Debian's libbpf 1.1 has no uprobe_multi wrapper, its headers no
  * constant).
@@ -198,6 +199,64 @@ static double loop_ns(uint64_t calls)
 	return (double)(now_ns() - t0) / (double)calls;
 }
 
+/* Calls of site_cmp_near (Go's entry: the probe sits on its jbe rel32), each followed by a read of one line in each of `pages` pages
+ * (the same pages every call, a line at a different offset in each): ns per call. */
+static double pages_loop_ns(uint64_t calls, const volatile uint8_t *mem, uint32_t pages)
+{
+	uint64_t t0 = now_ns(), i, sum = 0;
+	uint32_t p;
+
+	for (i = 0; i < calls; i++) {
+		site_cmp_near();
+		for (p = 0; p < pages; p++)
+			sum += mem[(uint64_t)p * 4096 + (p * 64u) % 4096u];
+	}
+	sink += sum;
+	return (double)(now_ns() - t0) / (double)calls;
+}
+
+/* What a trap costs beyond itself: a big process touches many pages between two probe hits,
+ * and if the trap's round trip through the kernel (and, in a VM, the hypervisor) empties the
+ * TLB or the caches, the caller refills them afterwards on its own CPU time, which the bare
+ * trap above (a loop that touches nothing) does not show. For each number of pages touched
+ * between calls: ns per call unprobed and probed (through `prog` on `off`, the jbe rel32 of
+ * site_cmp_near, uprobe_multi when `multi`); the probed less the unprobed, less the bare trap
+ * of the first row (no pages), is that cost. */
+static void pages_after_trap(int prog, int multi, const char *path, uint64_t off, uint64_t calls)
+{
+	static const uint32_t pages[] = { 0, 16, 128, 1024 };
+	uint32_t most = pages[sizeof(pages) / sizeof(pages[0]) - 1];
+	uint8_t *mem = mmap(NULL, (size_t)most * 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned int k;
+
+	if (mem == MAP_FAILED) {
+		perror("mmap");
+		return;
+	}
+	memset(mem, 1, (size_t)most * 4096);
+	printf("what a trap costs the pages its caller reads next (pages read between calls: ns "
+	       "per call unprobed / probed):");
+	for (k = 0; k < sizeof(pages) / sizeof(pages[0]); k++) {
+		uint64_t n = calls / 20 / (1 + pages[k] / 16);
+		double without, with;
+		int fd;
+
+		pages_loop_ns(n / 10 + 1, mem, pages[k]); /* warm up */
+		without = pages_loop_ns(n, mem, pages[k]);
+		fd = multi ? attach_multi(prog, path, &off, 1) : attach_single(prog, path, off);
+		if (fd < 0) {
+			printf(" %u: cannot attach;", pages[k]);
+			continue;
+		}
+		with = pages_loop_ns(n, mem, pages[k]);
+		close(fd);
+		printf(" %u: %.0f / %.0f (+%.0f);", pages[k], without, with, with - without);
+	}
+	printf("\n");
+	munmap(mem, (size_t)most * 4096);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t calls = argc > 1 ? strtoull(argv[1], NULL, 10) : 200000;
@@ -298,6 +357,11 @@ int main(int argc, char **argv)
 			printf("\n");
 		}
 	}
+	t0 = file_offset((void *)site_cmp_near) + 5; /* its jbe rel32 */
+	if (multi >= 0)
+		pages_after_trap(multi, 1, path, t0, calls);
+	else
+		pages_after_trap(single, 0, path, t0, calls);
 
 	t0 = now_ns();
 	for (i = 0; i < nprobes; i++) {
