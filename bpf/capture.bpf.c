@@ -137,17 +137,51 @@ static __always_inline void count(__u32 which, __u64 n)
 		*v += n;
 }
 
-static __always_inline bool is_target(__u32 tgid)
-{
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
-}
+/* The processes whose fsync(2)s and fdatasync(2)s are timed (etcd's commit point). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TARGETS);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} fsync_targets SEC(".maps");
 
-/* targets' value bits for tgid; 0 for a process that is no target. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct target_table);
+} target_table SEC(".maps");
+
+/* targets' value bits for tgid (with TARGET_FSYNC from fsync_targets); 0 for a process that is
+ * no target. */
 static __always_inline __u8 target_bits(__u32 tgid)
 {
-	__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
+	struct target_table *t;
+	__u32 zero = 0, n;
+	__u8 *v, bits;
 
-	return v ? *v : 0;
+	t = bpf_map_lookup_elem(&target_table, &zero);
+	if (!t)
+		return 0;
+	if (!t->overflow) {
+		n = t->n;
+		for (int i = 0; i < FAST_TARGETS; i++)
+			if (i < n && t->tgid[i] == tgid)
+				return t->bits[i];
+		return 0;
+	}
+	v = bpf_map_lookup_elem(&targets, &tgid);
+	if (!v)
+		return 0;
+	bits = *v;
+	if (bpf_map_lookup_elem(&fsync_targets, &tgid))
+		bits |= TARGET_FSYNC;
+	return bits;
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return target_bits(tgid) != 0;
 }
 
 /* Whether a process with these targets bits has its Writes from its wire. */
@@ -234,45 +268,67 @@ static __always_inline struct file *file_of_fd(int fd)
 	return f;
 }
 
-static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *ino_out)
+/* The socket inode number of open file f, 0 when f is no socket. */
+static __always_inline __u64 socket_ino(struct file *f)
 {
-	struct conn_state fresh = {}, *st;
-	struct conn_key key = { .tgid = tgid };
-	struct file *f = file_of_fd(fd);
 	struct inode *inode = NULL;
-	struct socket *sock;
-	struct sock *sk;
 	umode_t mode = 0;
+	__u64 ino = 0;
 
 	if (!f || bpf_probe_read_kernel(&inode, sizeof(inode), &f->f_inode) || !inode ||
 	    bpf_probe_read_kernel(&mode, sizeof(mode), &inode->i_mode) ||
 	    (mode & S_IFMT) != S_IFSOCK ||
-	    bpf_probe_read_kernel(&key.ino, sizeof(key.ino), &inode->i_ino))
-		return NULL;
-	*ino_out = key.ino;
-	st = bpf_map_lookup_elem(&conns, &key);
-	if (st)
-		return st;
+	    bpf_probe_read_kernel(&ino, sizeof(ino), &inode->i_ino))
+		return 0;
+	return ino;
+}
 
-	sock = BPF_CORE_READ(f, private_data);
+/* The TCP (stream, IPv4 or IPv6) sock behind socket file f, with its two ends; NULL for any
+ * other. */
+static __always_inline struct sock *tcp_sock_ends(struct file *f, __u16 *family, __u8 *laddr,
+						  __u8 *raddr, __u16 *lport, __u16 *rport)
+{
+	struct socket *sock = BPF_CORE_READ(f, private_data);
+	struct sock *sk;
+
 	if (!sock || BPF_CORE_READ(sock, type) != SOCK_STREAM)
 		return NULL;
 	sk = BPF_CORE_READ(sock, sk);
 	if (!sk)
 		return NULL;
-	fresh.family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if (fresh.family == AF_INET) {
-		bpf_core_read(&fresh.laddr, 4, &sk->__sk_common.skc_rcv_saddr);
-		bpf_core_read(&fresh.raddr, 4, &sk->__sk_common.skc_daddr);
-	} else if (fresh.family == AF_INET6) {
-		bpf_core_read(&fresh.laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-		bpf_core_read(&fresh.raddr, 16, &sk->__sk_common.skc_v6_daddr);
+	*family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (*family == AF_INET) {
+		bpf_core_read(laddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_core_read(raddr, 4, &sk->__sk_common.skc_daddr);
+	} else if (*family == AF_INET6) {
+		bpf_core_read(laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_core_read(raddr, 16, &sk->__sk_common.skc_v6_daddr);
 	} else {
 		return NULL;
 	}
+	*lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	*rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	return sk;
+}
+
+static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *ino_out)
+{
+	struct conn_state fresh = {}, *st;
+	struct conn_key key = { .tgid = tgid };
+	struct file *f = file_of_fd(fd);
+	struct sock *sk;
+
+	key.ino = socket_ino(f);
+	if (!key.ino)
+		return NULL;
+	*ino_out = key.ino;
+	st = bpf_map_lookup_elem(&conns, &key);
+	if (st)
+		return st;
+	sk = tcp_sock_ends(f, &fresh.family, fresh.laddr, fresh.raddr, &fresh.lport, &fresh.rport);
+	if (!sk)
+		return NULL;
 	fresh.sk = (__u64)sk;
-	fresh.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	fresh.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	bpf_map_update_elem(&conns, &key, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&conns, &key);
 }
@@ -696,12 +752,64 @@ static __always_inline bool branch_to_morestack(struct pt_regs *ctx)
 	       (ctx->flags & X86_FLAGS_JBE_TAKEN);
 }
 
+/* What a TLS Write tells the write(2) that follows it on its thread: that socket is TLS, with
+ * nothing for sys_enter_write to do (no plaintext, no wire copy), so it need not look the
+ * connection up (1.0-1.4 us a write(2) here: the descriptor table, the inode, the conns hash). Per
+ * CPU, taken once, and trusted only by the same thread, not switched out since, on the same
+ * descriptor still naming the same open file. */
+struct tls_hint {
+	__u32 tid;
+	__s32 fd;
+	__u64 switches; /* the thread's nvcsw + nivcsw at the Write */
+	__u64 file;	/* the struct file the descriptor named */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tls_hint);
+} tls_hints SEC(".maps");
+
+static __always_inline __u64 current_switches(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return task->nvcsw + task->nivcsw;
+}
+
+static __always_inline void tls_hint__set(__u32 tid, int fd)
+{
+	__u32 zero = 0;
+	struct tls_hint *h = bpf_map_lookup_elem(&tls_hints, &zero);
+
+	if (h) {
+		h->tid = tid;
+		h->fd = fd;
+		h->switches = current_switches();
+		h->file = (__u64)file_of_fd(fd);
+	}
+}
+
+/* Whether this write(2) of fd by thread tid is the one a TLS Write's hint is for (taken). */
+static __always_inline bool tls_hint__take(__u32 tid, int fd)
+{
+	__u32 zero = 0;
+	struct tls_hint *h = bpf_map_lookup_elem(&tls_hints, &zero);
+
+	if (!h || h->tid != tid || h->fd != fd || h->switches != current_switches())
+		return false;
+	h->tid = 0;
+	return h->file && (__u64)file_of_fd(fd) == h->file;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(tls_write)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct conn_state *st = NULL;
-	__u64 ino = 0, sig, buf, len;
+	__u64 ino = 0, sig, buf, len, seq = 0;
+	struct tcp_sock *tp;
 	__u8 bits;
 	int fd;
 
@@ -717,13 +825,19 @@ int BPF_KPROBE(tls_write)
 	}
 	buf = ctx->bx;
 	len = ctx->cx;
-	sig = mix(mix(mix(mix(1, ctx->sp), ctx->r14), buf), len);
+	/* The socket's write_seq moves with every write(2) of the ciphertext in between. */
+	tp = (struct tcp_sock *)st->sk;
+	if (tp)
+		seq = BPF_CORE_READ(tp, write_seq);
+	sig = mix(mix(mix(mix(mix(1, ctx->sp), ctx->r14), buf), len), seq);
 	if (st->last_write_sig == sig) {
 		count(COUNTER_DUPLICATE_HITS, 1);
 		return 0;
 	}
 	st->last_write_sig = sig;
 	st->flags |= CONN_TLS;
+	if (!wire_bits(bits))
+		tls_hint__set((__u32)bpf_get_current_pid_tgid(), fd);
 	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, buf, len, PROBE_TLS_WRITE);
 	return 0;
 }
@@ -882,28 +996,37 @@ int BPF_KPROBE(tls_read_ret)
 	return 0;
 }
 
-static __always_inline void emit_sock_read(struct conn_state *st, __u64 ino, int fd, __s64 ret)
+/* A read(2) of a TARGET_READS_VIA_SYSCALL process that returned ret > 0 bytes on fd: timed with
+ * the TCP sequence number it reached when fd is a TCP socket. Straight from the socket, without
+ * the conns hash: a lookup there that misses the cache cost about 0.36 us (tests/cost/micro). */
+static __always_inline void emit_sock_read(int fd, __s64 ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct file *f = file_of_fd(fd);
 	struct sock_read_event *e;
 	struct tcp_sock *tp;
+	__u64 ino = socket_ino(f);
 
+	if (!ino)
+		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(COUNTER_RINGBUF_DROPS, 1);
 		return;
 	}
+	__builtin_memset(e->laddr, 0, sizeof(e->laddr));
+	__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+	tp = (struct tcp_sock *)tcp_sock_ends(f, &e->family, e->laddr, e->raddr, &e->lport,
+					      &e->rport);
+	if (!tp) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		return;
+	}
 	fill_header(&e->hdr, EVENT_SOCK_READ);
 	e->conn = ino;
-	tp = (struct tcp_sock *)st->sk;
 	e->seq_end = BPF_CORE_READ(tp, copied_seq);
 	e->fd = fd;
-	e->family = st->family;
-	e->lport = st->lport;
-	e->rport = st->rport;
 	e->pad = 0;
-	__builtin_memcpy(e->laddr, st->laddr, sizeof(e->laddr));
-	__builtin_memcpy(e->raddr, st->raddr, sizeof(e->raddr));
 	e->len = (__u32)ret;
 	bpf_ringbuf_submit(e, ringbuf_flags(sizeof(*e), true));
 	count_emitted(id >> 32, PROBE_SYS_EXIT, 1, sizeof(*e));
@@ -1004,13 +1127,6 @@ struct {
 	__type(value, struct write_hint);
 } write_hints SEC(".maps");
 
-static __always_inline __u64 current_switches(void)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-
-	return task->nvcsw + task->nivcsw;
-}
-
 static __always_inline void write_hint__set(__u32 tid, __u32 exit_work)
 {
 	__u32 zero = 0;
@@ -1034,9 +1150,9 @@ static __always_inline struct write_hint *write_hint__own(__u32 tid)
 	return h;
 }
 
-/* A write(2) or sendto(2) at its entry: it ends the TLS Write whose ciphertext it carries, and a
- * keyed connection's bytes are copied here, before a byte reaches the peer (its read(2) cannot
- * come first). Reads have no entry program: all of a read is done at its exit. */
+/* A write(2) or sendto(2) at its entry: a keyed connection's bytes are copied here, before a byte
+ * reaches the peer (its read(2) cannot come first). Reads have no entry program: all of a read
+ * is done at its exit. */
 static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
 {
 	__u64 id = bpf_get_current_pid_tgid(), ino = 0;
@@ -1046,16 +1162,12 @@ static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
 	__u32 exit_work = 0;
 
 	count_hit(target ? id >> 32 : 0, PROBE_SYS_ENTER);
-	/* Looked at even without syscall capture: a write marks the end of a TLS Write. Any
-	 * process's write reaches here when the TLS probes take every process (capture --exe),
-	 * for that alone: nothing of a process that is no target is captured. */
-	if (!target && !uprobe_any_pid)
+	/* Nothing of a process that is no target is captured. The write(2) that follows a TLS
+	 * Write carries its ciphertext: nothing to do there either (its hint says so). */
+	if (!target || (!wire && tls_hint__take((__u32)id, (int)fd)))
 		goto out;
 	st = conn_of_fd(id >> 32, (int)fd, &ino);
 	if (!st)
-		goto out;
-	st->last_write_sig = 0; /* the ciphertext of the last Write: the next one is new */
-	if (!target)
 		goto out;
 	if (capture_syscalls && !(st->flags & CONN_TLS))
 		exit_work = EXIT_PLAIN;
@@ -1140,16 +1252,15 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 		wire_short_write(tgid, ret, &a);
 	if (ret <= 0 || !capture_syscalls)
 		return 0;
-	st = conn_of_fd(tgid, a.fd, &ino);
-	if (!st)
-		return 0;
 	/* Every socket read of such a process is timed (all its TCP is taken as TLS, as on a
 	 * control plane). */
 	if (dir == DIR_IN && (bits & TARGET_READS_VIA_SYSCALL)) {
-		if (st->sk)
-			emit_sock_read(st, ino, a.fd, ret);
+		emit_sock_read(a.fd, ret);
 		return 0;
 	}
+	st = conn_of_fd(tgid, a.fd, &ino);
+	if (!st)
+		return 0;
 	/* The TLS probes may have claimed the socket during the call (a handshake read). A socket
 	 * whose first bytes are a TLS record is TLS too, seen before any Read or Write of it
 	 * (a server's handshake, or a connection older than the tracer): its ciphertext is not
@@ -1282,14 +1393,6 @@ int BPF_KPROBE(go_call)
 	return 0;
 }
 
-/* etcd's commit point: every fsync/fdatasync of the processes in fsync_targets, timed. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_TARGETS);
-	__type(key, __u32); /* tgid */
-	__type(value, __u8);
-} fsync_targets SEC(".maps");
-
 struct fsync_inflight {
 	__u64 start_ns;
 	__u64 file_id;
@@ -1331,7 +1434,7 @@ static __always_inline int fsync_enter(struct trace_event_raw_sys_enter *ctx, __
 	__u32 tid = (__u32)id, tgid = id >> 32;
 	struct fsync_inflight in = {};
 
-	if (!bpf_map_lookup_elem(&fsync_targets, &tgid))
+	if (!(target_bits(tgid) & TARGET_FSYNC))
 		return 0;
 	count_hit(tgid, PROBE_FSYNC);
 	in.start_ns = bpf_ktime_get_ns();
@@ -1349,6 +1452,8 @@ static __always_inline int fsync_exit(struct trace_event_raw_sys_exit *ctx)
 	struct fsync_inflight *in;
 	struct fsync_event *e;
 
+	if (!(target_bits(id >> 32) & TARGET_FSYNC))
+		return 0;
 	in = bpf_map_lookup_elem(&fsync_inflight, &tid);
 	if (!in)
 		return 0;

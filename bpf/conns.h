@@ -15,7 +15,7 @@ struct conn_key {
 
 struct conn_state {
 	__u64 offset[2];      /* per enum data_dir */
-	__u64 last_write_sig; /* of the last TLS Write; cleared by its write(2) */
+	__u64 last_write_sig; /* of the last TLS Write, with the socket's write_seq */
 	__u64 sk;	      /* the struct sock, for its TCP sequence numbers */
 	__u64 wire_offset;    /* of the next SOURCE_TLS_WIRE byte (copy_tls_wire) */
 	__u32 flags;

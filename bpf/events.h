@@ -28,6 +28,22 @@ enum event_type {
 /* Its Writes come from its wire where its connections are keyed (BINDTRACE_TLS_WIRE; every target
  * with BINDTRACE_TLS_DECRYPT=1): their write(2)s are copied, and its Write probe can go. */
 #define TARGET_TLS_WIRE 4
+/* Its fsync(2)s and fdatasync(2)s are timed (etcd: the commit point). */
+#define TARGET_FSYNC 8
+
+/* The targets, for the programs every process's syscalls run: the first FAST_TARGETS in one array
+ * entry, read with a load the JIT inlines and a short scan of a line every syscall keeps in the
+ * cache. A hash lookup cost 280-780 ns a call here (a cold bucket and element, stop 60's phase
+ * timers): the syscall tracepoints run one for every read(2) and write(2) of the node. With more
+ * targets than it holds, `overflow` sends the programs to the targets hash (the whole set). */
+#define FAST_TARGETS 8
+
+struct target_table {
+	__u32 n;
+	__u32 overflow;
+	__u32 tgid[FAST_TARGETS];
+	__u8 bits[FAST_TARGETS];
+};
 
 enum data_dir {
 	DIR_OUT = 0, /* written by the traced process */

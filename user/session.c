@@ -62,6 +62,7 @@ struct session {
 	bool wire_delivers;	  /* keyed connections' Writes from it (not BINDTRACE_TLS_WIRE=0) */
 	bool decrypt;		  /* BINDTRACE_TLS_DECRYPT=1: compared with the Write probe */
 	unsigned wire_targets;	  /* processes added with TARGET_TLS_WIRE */
+	struct target_table fast; /* what the BPF target_table holds */
 	uint64_t secret_probe_keys, secret_probe_refused; /* tls_secret's */
 };
 
@@ -625,14 +626,55 @@ struct capture_bpf *session__bpf(struct session *s)
 	return s->skel;
 }
 
+/* The BPF target_table again from s->fast. Entries are added at the end and a removed one is
+ * replaced by the last, so a program reading it while it is rewritten (a plain copy) can miss at
+ * most the process being added or removed. */
+static int fast_targets__store(struct session *s)
+{
+	__u32 zero = 0;
+
+	return bpf_map__update_elem(s->skel->maps.target_table, &zero, sizeof(zero), &s->fast,
+				    sizeof(s->fast), BPF_ANY);
+}
+
+/* After the targets hash changed with more targets than the table holds: the table from it. */
+static int fast_targets__rebuild(struct session *s)
+{
+	struct target_table t = { 0 };
+	__u32 key, next, n = 0;
+	void *prev = NULL;
+	__u8 bits, one;
+
+	while (!bpf_map__get_next_key(s->skel->maps.targets, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(s->skel->maps.targets, &key, sizeof(key), &bits,
+					 sizeof(bits), 0))
+			continue;
+		if (!bpf_map__lookup_elem(s->skel->maps.fsync_targets, &key, sizeof(key), &one,
+					  sizeof(one), 0))
+			bits |= TARGET_FSYNC;
+		if (n < FAST_TARGETS) {
+			t.tgid[n] = key;
+			t.bits[n] = bits;
+		}
+		n++;
+	}
+	t.n = n < FAST_TARGETS ? n : FAST_TARGETS;
+	t.overflow = n > FAST_TARGETS;
+	s->fast = t;
+	return fast_targets__store(s);
+}
+
 int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool reads_via_syscall,
 			      bool wire)
 {
-	__u32 key = (__u32)pid;
+	__u32 key = (__u32)pid, i;
 	__u8 one = 1, value = TARGET_TRACED | (reads_via_syscall ? TARGET_READS_VIA_SYSCALL : 0) |
 			      (wire ? TARGET_TLS_WIRE : 0);
 	int err;
 
+	/* The hashes first: a table that overflows sends the programs to them. */
 	err = bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key), &value, sizeof(value),
 				   BPF_ANY);
 	if (!err && wire)
@@ -640,7 +682,23 @@ int session__add_target_flags(struct session *s, pid_t pid, bool fsync, bool rea
 	if (!err && fsync)
 		err = bpf_map__update_elem(s->skel->maps.fsync_targets, &key, sizeof(key), &one,
 					   sizeof(one), BPF_ANY);
-	return err;
+	if (err)
+		return err;
+	if (fsync)
+		value |= TARGET_FSYNC;
+	for (i = 0; i < s->fast.n; i++)
+		if (s->fast.tgid[i] == key)
+			break;
+	if (i < s->fast.n) {
+		s->fast.bits[i] = value;
+	} else if (s->fast.n < FAST_TARGETS && !s->fast.overflow) {
+		s->fast.tgid[s->fast.n] = key;
+		s->fast.bits[s->fast.n] = value;
+		s->fast.n++;
+	} else {
+		s->fast.overflow = 1;
+	}
+	return fast_targets__store(s);
 }
 
 int session__add_target(struct session *s, pid_t pid, bool fsync)
@@ -650,11 +708,24 @@ int session__add_target(struct session *s, pid_t pid, bool fsync)
 
 void session__remove_target(struct session *s, pid_t pid)
 {
-	__u32 key = (__u32)pid;
+	__u32 key = (__u32)pid, i;
 
+	for (i = 0; i < s->fast.n; i++)
+		if (s->fast.tgid[i] == key)
+			break;
+	if (i < s->fast.n) {
+		s->fast.n--;
+		s->fast.tgid[i] = s->fast.tgid[s->fast.n];
+		s->fast.bits[i] = s->fast.bits[s->fast.n];
+		s->fast.tgid[s->fast.n] = 0;
+		s->fast.bits[s->fast.n] = 0;
+		fast_targets__store(s);
+	}
 	bpf_map__delete_elem(s->skel->maps.targets, &key, sizeof(key), 0);
 	bpf_map__delete_elem(s->skel->maps.fsync_targets, &key, sizeof(key), 0);
 	bpf_map__delete_elem(s->skel->maps.tls_layouts, &key, sizeof(key), 0);
+	if (s->fast.overflow)
+		fast_targets__rebuild(s);
 }
 
 /* One read: up to SESSION_READ_BATCH records, waiting up to timeout_ms for the first. 0 or
