@@ -311,11 +311,12 @@ static __always_inline struct sock *tcp_sock_ends(struct file *f, __u16 *family,
 	return sk;
 }
 
-static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *ino_out)
+/* The connection state of tgid's open socket file f (made on first sight), NULL when f is no TCP
+ * socket. */
+static __always_inline struct conn_state *conn_of_file(__u32 tgid, struct file *f, __u64 *ino_out)
 {
 	struct conn_state fresh = {}, *st;
 	struct conn_key key = { .tgid = tgid };
-	struct file *f = file_of_fd(fd);
 	struct sock *sk;
 
 	key.ino = socket_ino(f);
@@ -331,6 +332,11 @@ static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *
 	fresh.sk = (__u64)sk;
 	bpf_map_update_elem(&conns, &key, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&conns, &key);
+}
+
+static __always_inline struct conn_state *conn_of_fd(__u32 tgid, int fd, __u64 *ino_out)
+{
+	return conn_of_file(tgid, file_of_fd(fd), ino_out);
 }
 
 /* The header every record starts with: the current thread, CPU, time and comm. */
@@ -412,10 +418,21 @@ static long emit_chunk(__u32 index, struct emit_ctx *c)
 	return 0;
 }
 
+/* The socket's write_seq, 0 when the state has no sock. */
+static __always_inline __u32 write_seq_of(const struct conn_state *st)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)st->sk;
+
+	return tp ? BPF_CORE_READ(tp, write_seq) : 0;
+}
+
 /* Copy `total` bytes at user address src into as many events as needed. The stream offset moves
- * by `total` whatever happens, so a dropped or truncated chunk shows up as a gap. */
+ * by `total` whatever happens, so a dropped or truncated chunk shows up as a gap. seq: for an out
+ * record, the TCP sequence number of its first byte, which the caller has from write_seq_of: a
+ * TLS Write is seen before its write(2)s, and so is a keyed connection's wire copy (write_seq
+ * then); a plaintext one after its write(2) (write_seq - total). */
 static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 dir, __u8 source,
-				 __u64 src, __u64 total, __u32 probe)
+				 __u64 src, __u64 total, __u32 seq, __u32 probe)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 zero = 0;
@@ -436,13 +453,7 @@ static __always_inline void emit(struct conn_state *st, __u64 ino, int fd, __u8 
 	e->flags = 0;
 	e->tcp_seq = 0;
 	if (dir == DIR_OUT && st->sk) {
-		struct tcp_sock *tp = (struct tcp_sock *)st->sk;
-
-		/* A TLS Write is seen before its write(2)s, and so is a keyed connection's wire
-		 * copy; a plaintext one after its write(2). */
-		e->tcp_seq = BPF_CORE_READ(tp, write_seq);
-		if (source == SOURCE_SYSCALL)
-			e->tcp_seq -= (__u32)total;
+		e->tcp_seq = seq;
 		e->flags = DATA_HAS_TCP_SEQ;
 	}
 	e->family = st->family;
@@ -497,6 +508,7 @@ struct conn_search {
 	__u32 tgid;
 	int fd;
 	__u64 ino;
+	struct file *file;
 	struct conn_state *st;
 };
 
@@ -591,7 +603,8 @@ static long conn_search_node(__u32 index, struct conn_search *s)
 	fd = netfd_socket(netfd);
 	if (fd < 0)
 		return 0;
-	s->st = conn_of_fd(s->tgid, fd, &s->ino);
+	s->file = file_of_fd(fd);
+	s->st = conn_of_file(s->tgid, s->file, &s->ino);
 	if (!s->st)
 		return 0;
 	s->fd = fd;
@@ -657,9 +670,9 @@ static __always_inline bool harvest_keys(__u64 tls_conn, __u32 tgid, int fd, __u
 
 /* wire: tgid's Writes come from its wire (wire_bits of its targets bits, looked up once per hit
  * by uprobe_target: a second lookup of that map cost each Write of a process without the wire
- * one more cold hash access). */
+ * one more cold hash access). file, when not NULL, gets the socket's struct file. */
 static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn_state **st,
-					 __u64 *ino, bool harvest, bool wire)
+					 __u64 *ino, struct file **file, bool harvest, bool wire)
 {
 	struct tls_conn_key key = { .tgid = tgid, .tls_conn = tls_conn };
 	struct conn_search s = { .tgid = tgid, .fd = -1 };
@@ -670,9 +683,12 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 	if (cached) {
 		int fd = cached->fd;
 		__u64 want = cached->ino;
+		struct file *f = file_of_fd(fd);
 
-		*st = conn_of_fd(tgid, fd, ino);
+		*st = conn_of_file(tgid, f, ino);
 		if (*st && *ino == want) {
+			if (file)
+				*file = f;
 			/* Met before its handshake was done (a client's first Write): read once
 			 * more at a later Write, keyed if it is TLS 1.3 with a secret by then. */
 			if (harvest && wire && !((*st)->flags & (CONN_KEYED | CONN_KEY_RETRIED))) {
@@ -696,6 +712,8 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 		return -1;
 	*st = s.st;
 	*ino = s.ino;
+	if (file)
+		*file = s.file;
 	found.fd = s.fd;
 	found.ino = s.ino;
 	bpf_map_update_elem(&tls_conn_fds, &key, &found, BPF_ANY);
@@ -709,7 +727,7 @@ static __always_inline int go_conn_fd_of(__u64 tls_conn, __u32 tgid, struct conn
 static __always_inline int go_conn_fd(__u64 tls_conn, __u32 tgid, struct conn_state **st,
 				      __u64 *ino, bool wire)
 {
-	return go_conn_fd_of(tls_conn, tgid, st, ino, true, wire);
+	return go_conn_fd_of(tls_conn, tgid, st, ino, NULL, true, wire);
 }
 
 /* A uprobe whose single-step is interrupted by a signal (Go preempts goroutines with SIGURG)
@@ -778,7 +796,7 @@ static __always_inline __u64 current_switches(void)
 	return task->nvcsw + task->nivcsw;
 }
 
-static __always_inline void tls_hint__set(__u32 tid, int fd)
+static __always_inline void tls_hint__set(__u32 tid, int fd, struct file *f)
 {
 	__u32 zero = 0;
 	struct tls_hint *h = bpf_map_lookup_elem(&tls_hints, &zero);
@@ -787,7 +805,7 @@ static __always_inline void tls_hint__set(__u32 tid, int fd)
 		h->tid = tid;
 		h->fd = fd;
 		h->switches = current_switches();
-		h->file = (__u64)file_of_fd(fd);
+		h->file = (__u64)f;
 	}
 }
 
@@ -808,8 +826,9 @@ int BPF_KPROBE(tls_write)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct conn_state *st = NULL;
-	__u64 ino = 0, sig, buf, len, seq = 0;
-	struct tcp_sock *tp;
+	struct file *f = NULL;
+	__u64 ino = 0, sig, buf, len;
+	__u32 seq;
 	__u8 bits;
 	int fd;
 
@@ -818,7 +837,7 @@ int BPF_KPROBE(tls_write)
 	count_hit(tgid, PROBE_TLS_WRITE);
 	if (branch_to_morestack(ctx))
 		return 0;
-	fd = go_conn_fd(ctx->ax, tgid, &st, &ino, wire_bits(bits));
+	fd = go_conn_fd_of(ctx->ax, tgid, &st, &ino, &f, true, wire_bits(bits));
 	if (fd < 0 || !st) {
 		count(COUNTER_NO_SOCKET, 1);
 		return 0;
@@ -826,9 +845,7 @@ int BPF_KPROBE(tls_write)
 	buf = ctx->bx;
 	len = ctx->cx;
 	/* The socket's write_seq moves with every write(2) of the ciphertext in between. */
-	tp = (struct tcp_sock *)st->sk;
-	if (tp)
-		seq = BPF_CORE_READ(tp, write_seq);
+	seq = write_seq_of(st);
 	sig = mix(mix(mix(mix(mix(1, ctx->sp), ctx->r14), buf), len), seq);
 	if (st->last_write_sig == sig) {
 		count(COUNTER_DUPLICATE_HITS, 1);
@@ -837,8 +854,8 @@ int BPF_KPROBE(tls_write)
 	st->last_write_sig = sig;
 	st->flags |= CONN_TLS;
 	if (!wire_bits(bits))
-		tls_hint__set((__u32)bpf_get_current_pid_tgid(), fd);
-	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, buf, len, PROBE_TLS_WRITE);
+		tls_hint__set((__u32)bpf_get_current_pid_tgid(), fd, f);
+	emit(st, ino, fd, DIR_OUT, SOURCE_TLS, buf, len, seq, PROBE_TLS_WRITE);
 	return 0;
 }
 
@@ -872,7 +889,7 @@ int BPF_KPROBE(tls_secret)
 	l = bpf_map_lookup_elem(&tls_layouts, &tgid);
 	if (!l || ctx->ax < l->conn_out)
 		return 0;
-	fd = go_conn_fd_of(ctx->ax - l->conn_out, tgid, &st, &ino, false, wire_bits(bits));
+	fd = go_conn_fd_of(ctx->ax - l->conn_out, tgid, &st, &ino, NULL, false, wire_bits(bits));
 	if (fd < 0 || !st || bpf_probe_read_user(&suite, sizeof(suite), (void *)ctx->bx))
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -947,7 +964,7 @@ static __always_inline int read_ret_from_spills(struct pt_regs *ctx, __u32 tgid,
 	if (fd < 0 || !st)
 		return -1;
 	st->flags |= CONN_TLS;
-	emit(st, ino, fd, DIR_IN, SOURCE_TLS, buf, (__u64)n, PROBE_TLS_READ_RET);
+	emit(st, ino, fd, DIR_IN, SOURCE_TLS, buf, (__u64)n, 0, PROBE_TLS_READ_RET);
 	return 0;
 }
 
@@ -990,7 +1007,7 @@ int BPF_KPROBE(tls_read_ret)
 	ck.ino = pr->ino;
 	st = bpf_map_lookup_elem(&conns, &ck);
 	if (st && n > 0 && (__u64)n <= pr->cap)
-		emit(st, pr->ino, pr->fd, DIR_IN, SOURCE_TLS, pr->buf, (__u64)n,
+		emit(st, pr->ino, pr->fd, DIR_IN, SOURCE_TLS, pr->buf, (__u64)n, 0,
 		     PROBE_TLS_READ_RET);
 	bpf_map_delete_elem(&tls_reads, &key);
 	return 0;
@@ -1180,7 +1197,8 @@ static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
 	/* What a short write did not move comes again in the next write(2), at the same wire
 	 * offsets: the exit takes them back (wire_inflight). */
 	if ((st->flags & CONN_KEYED) && count) {
-		emit(st, ino, (int)fd, DIR_OUT, SOURCE_TLS_WIRE, buf, count, PROBE_SYS_ENTER);
+		emit(st, ino, (int)fd, DIR_OUT, SOURCE_TLS_WIRE, buf, count, write_seq_of(st),
+		     PROBE_SYS_ENTER);
 		st->wire_inflight = count > 0xffffffffull ? 0xffffffffu : (__u32)count;
 		exit_work = EXIT_WIRE;
 	}
@@ -1273,7 +1291,8 @@ static __always_inline int sys_exit(__s64 ret, __u8 dir)
 			count_unkeyed(tgid, a.buf);
 		return 0;
 	}
-	emit(st, ino, a.fd, dir, SOURCE_SYSCALL, a.buf, (__u64)ret, PROBE_SYS_EXIT);
+	emit(st, ino, a.fd, dir, SOURCE_SYSCALL, a.buf, (__u64)ret,
+	     dir == DIR_OUT ? write_seq_of(st) - (__u32)ret : 0, PROBE_SYS_EXIT);
 	return 0;
 }
 
