@@ -156,7 +156,13 @@ struct pending_pod {
 	 * request had been read by then (create_from_reads). */
 	uint64_t create_txn_ns;
 	bool create_txn_by_apiserver;
+	/* Which ends decoded its create Txn (CREATE_TXN_SEEN_*): a create answered with neither
+	 * says whether the request or its answer went missing. */
+	uint8_t create_txn_seen;
 };
+
+#define CREATE_TXN_SEEN_APISERVER 1 /* the apiserver's write of it */
+#define CREATE_TXN_SEEN_ETCD 2	    /* etcd's read of it */
 
 /* The apiserver read a create of a generateName'd pod: the name is in its 201, on the same stream
  * of the same connection. */
@@ -1009,19 +1015,24 @@ static void note_create_txn(struct correlator *c, const struct actor *who,
 	bool by_apiserver = who->role == ROLE_APISERVER;
 	struct pending_pod *p;
 
+	if (x->pid)
+		c->stats.create_txns_pushed_out++; /* this slot's create had no answer yet */
 	x->pid = who->pid;
 	x->conn = who->conn;
 	x->stream_id = msg->stream_id;
 	util__copy(x->key, sizeof(x->key), etcd_key + 15);
 	x->hash = key_hash(x->key);
 	p = pending_find(c, x->key, true, msg->ts_first_ns);
+	if (p)
+		p->create_txn_seen |= by_apiserver ? CREATE_TXN_SEEN_APISERVER : CREATE_TXN_SEEN_ETCD;
 	if (p && (!p->create_txn_ns || (by_apiserver && !p->create_txn_by_apiserver))) {
 		p->create_txn_ns = msg->ts_first_ns;
 		p->create_txn_by_apiserver = by_apiserver;
 	}
 }
 
-/* etcd's answer to a create: etcd writing it, else the apiserver reading it. */
+/* etcd's answer to a Txn, when it answers a create: etcd writing it, else the apiserver reading
+ * it. One that did not succeed (the pod existed) ends the create's wait and is no stage. */
 static void on_create_txn_response(struct correlator *c, const struct actor *who,
 				   const struct decoded_msg *msg)
 {
@@ -1034,8 +1045,9 @@ static void on_create_txn_response(struct correlator *c, const struct actor *who
 
 		if (x->pid != who->pid || x->conn != who->conn || x->stream_id != msg->stream_id)
 			continue;
+		x->pid = 0;
 		p = pending_find(c, x->key, false, 0);
-		if (!p)
+		if (!p || !msg->body.txn_response.succeeded)
 			return;
 		st = &p->stages[STAGE_CREATE_TXN_RESPONSE - STAGE_CREATE_REQUEST];
 		if (!st->seen || (who->role == ROLE_ETCD && st->who.role != ROLE_ETCD))
@@ -1043,7 +1055,6 @@ static void on_create_txn_response(struct correlator *c, const struct actor *who
 				  msg->stream_id);
 		if (msg->body.txn_response.header.revision)
 			p->create_revision = msg->body.txn_response.header.revision;
-		x->pid = 0;
 		return;
 	}
 }
@@ -1056,6 +1067,24 @@ static void on_create_txn_response(struct correlator *c, const struct actor *who
 	"not captured: the apiserver answered with this pod over a client connection that "        \
 	"predates bindtrace's attach (its HTTP/2 header state is unknown), and the request was "   \
 	"not read there"
+
+/* Why etcd's answer to the pod's create is missing: whether its Txn was decoded, and by which
+ * end (the apiserver writing it, etcd reading it). */
+static void explain_create_answer(const struct pending_pod *p, struct stage *st)
+{
+	uint8_t seen = p->create_txn_seen;
+
+	if (!seen)
+		util__copy(st->missing, sizeof(st->missing),
+			   "the create's Txn to etcd was not decoded at either end");
+	else
+		snprintf(st->missing, sizeof(st->missing),
+			 "etcd's answer to the create's Txn was not decoded (the Txn was, %s)",
+			 seen == (CREATE_TXN_SEEN_APISERVER | CREATE_TXN_SEEN_ETCD)
+			     ? "as the apiserver wrote it and as etcd read it"
+			 : seen == CREATE_TXN_SEEN_APISERVER ? "as the apiserver wrote it only"
+							     : "as etcd read it only");
+}
 
 /* Moves the pod's pending stages into its bind; a bound pod's state is done with. */
 static void resolve_pending(struct correlator *c, struct bind_timeline *t)
@@ -1078,6 +1107,8 @@ static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 	else if (!p->stages[0].seen && p->headerless_answer)
 		util__copy(t->stages[STAGE_CREATE_REQUEST].missing,
 			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing), HEADERLESS_ANSWER);
+	if (!p->stages[STAGE_CREATE_TXN_RESPONSE - STAGE_CREATE_REQUEST].seen)
+		explain_create_answer(p, &t->stages[STAGE_CREATE_TXN_RESPONSE]);
 	t->create_revision = p->create_revision;
 	if (t->result == BIND_RESULT_BOUND)
 		pending_drop(c, p);
@@ -1360,8 +1391,7 @@ static void on_grpc(struct correlator *c, const struct actor *who, const struct 
 			return;
 		o->revision = msg->body.txn_response.header.revision;
 		o->succeeded = msg->body.txn_response.succeeded;
-		if (o->succeeded)
-			on_create_txn_response(c, who, msg);
+		on_create_txn_response(c, who, msg);
 		return;
 	}
 	if (msg->kind == DECODED_ETCD_WATCH_EVENT && msg->body_kind == BODY_ETCD_WATCH_EVENT &&

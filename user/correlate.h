@@ -440,6 +440,9 @@ struct correlator_stats {
 	 * watchers its timeline does not list (the fan-out trailing etcd's event by more than the
 	 * linger). */
 	uint64_t watch_sent_after_close;
+	/* Create Txns of pods still unanswered when a later one took their slot (the ring of
+	 * MAX_CREATE_TXNS): an answer that came after is not matched to its pod. */
+	uint64_t create_txns_pushed_out;
 };
 void correlator__stats(const struct correlator *c, struct correlator_stats *stats);
 

@@ -584,6 +584,11 @@ static void print_totals(struct tracer *tr)
 			"bindtrace: %llu binds stayed open while over 16384 observations came (the "
 			"correlator's ring): a stage they lack may have been pushed out of it\n",
 			(unsigned long long)cstats.ring_wrapped);
+	if (cstats.create_txns_pushed_out)
+		fprintf(stderr,
+			"bindtrace: %llu pod creates' Txns pushed out of the correlator's table "
+			"unanswered: answers that came later were not matched to their pods\n",
+			(unsigned long long)cstats.create_txns_pushed_out);
 	if (cstats.raft_observations)
 		fprintf(
 		    stderr,

@@ -192,7 +192,12 @@ def check_create(b):
     the create's revision below the bind's."""
     missing = [s for s in CREATE_STAGES if "missing" in b["stages"].get(s, {"missing": "absent"})]
     if missing or b.get("created_before_attach"):
-        return f"create stages missing: {missing}"
+        # Each with the tracer's reason, and whether the bind saw drops or gaps: a CI log then
+        # tells a lost record from one never decoded.
+        why = {s: b["stages"].get(s, {}).get("missing", "absent") for s in missing}
+        return (f"create stages missing: {why}; created_before_attach "
+                f"{b.get('created_before_attach')}, create_revision {b.get('create_revision')}, "
+                f"drops {b.get('drops')}, gap {b.get('gap')}")
     # etcd answers the create and notifies its watchers each on its own once it is applied:
     # the ADDED event can reach the scheduler before etcd has written its TxnResponse.
     t = {s: b["stages"][s]["mono_ns"] for s in CREATE_STAGES + ["bind_request"]}

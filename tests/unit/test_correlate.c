@@ -591,6 +591,80 @@ out:
 
 /* A pod's create POST as the apiserver read it (its create_request stage), at first_us. */
 static void create_post(struct correlator *c, const struct actor *who, const char *name,
+			uint64_t first_us);
+
+/* The apiserver's create Txn of pod `name` on stream, at us. */
+static void create_txn(struct correlator *c, const struct actor *who, const char *name,
+		       uint32_t stream, uint64_t us)
+{
+	struct decoded_msg *m = message(DECODED_GRPC_REQUEST, CONN_DIR_OUT, stream, us, us);
+
+	m->body_kind = BODY_ETCD_TXN;
+	snprintf(m->body.txn.compare_key, sizeof(m->body.txn.compare_key),
+		 "/registry/pods/default/%s", name);
+	m->body.txn.has_put = true;
+	snprintf(m->body.txn.put.key, sizeof(m->body.txn.put.key), "/registry/pods/default/%s",
+		 name);
+	correlator__message(c, who, m);
+}
+
+enum answer_case {
+	ANSWER_UNMATCHED, /* etcd's answer on another stream than the Txn's */
+	ANSWER_NO_TXN,	  /* no create Txn decoded */
+	ANSWER_PUSHED_OUT /* 300 other creates' Txns came before its answer */
+};
+
+/* A pod created while traced whose create_txn_response is missing says why: whether its Txn was
+ * decoded and at which end; creates pushed out of the table unanswered are counted. */
+static void check_create_answer_missing(enum answer_case how)
+{
+	const struct addresses *a = &runs[0];
+	struct correlator_options opt = { PLAY_OPTIONS };
+	struct result *r = calloc(1, sizeof(*r));
+	struct correlator *c = correlator__new(&opt, on_bind, r);
+	struct actor client = actor(640, "kube-apiserver", ROLE_APISERVER, 2200,
+				    "[::1]:6443 [::1]:47000"),
+		     api_etcd =
+			 actor(640, "kube-apiserver", ROLE_APISERVER, 2002, a->apiserver_etcd);
+	const char *want = how == ANSWER_NO_TXN ? "was not decoded at either end"
+						: "(the Txn was, as the apiserver wrote it only)";
+	struct correlator_stats st;
+	struct decoded_msg *m;
+	char other[32];
+	int i;
+
+	CHECK(r && c, "correlator");
+	if (!r || !c)
+		goto out;
+	create_post(c, &client, "web-0", 1);
+	if (how != ANSWER_NO_TXN)
+		create_txn(c, &api_etcd, "web-0", 9, 3);
+	for (i = 0; how == ANSWER_PUSHED_OUT && i < 300; i++) {
+		snprintf(other, sizeof(other), "other-%d", i);
+		create_txn(c, &api_etcd, other, 101 + 2 * (uint32_t)i, 4);
+	}
+	m = message(DECODED_GRPC_RESPONSE, CONN_DIR_IN, how == ANSWER_UNMATCHED ? 13 : 9, 5, 6);
+	m->body_kind = BODY_ETCD_TXN_RESPONSE;
+	m->body.txn_response.header.revision = REVISION - 10;
+	m->body.txn_response.succeeded = true;
+	correlator__message(c, &api_etcd, m);
+	play(c, a);
+	correlator__tick(c, B + 10000000 * US, true);
+	correlator__stats(c, &st);
+	CHECK(r->binds == 1 && !r->t.created_before_attach &&
+		  !r->t.stages[STAGE_CREATE_TXN_RESPONSE].seen &&
+		  strstr(r->t.stages[STAGE_CREATE_TXN_RESPONSE].missing, want),
+	      "create answer missing (case %d): said why, '%s' (want '%s')", how,
+	      r->t.stages[STAGE_CREATE_TXN_RESPONSE].missing, want);
+	CHECK(st.create_txns_pushed_out == (how == ANSWER_PUSHED_OUT ? 301 - 256 : 0),
+	      "create answer missing (case %d): %llu creates pushed out unanswered", how,
+	      (unsigned long long)st.create_txns_pushed_out);
+out:
+	correlator__free(c);
+	free(r);
+}
+
+static void create_post(struct correlator *c, const struct actor *who, const char *name,
 			uint64_t first_us)
 {
 	struct decoded_msg *m = message(DECODED_REQUEST, CONN_DIR_IN, 11, first_us, first_us);
@@ -1090,6 +1164,9 @@ int main(void)
 	check_create(false, CREATE_FROM_TXN);
 	check_create(false, CREATE_NO_READS_OPTION);
 	check_create(false, CREATE_HEADERLESS_ANSWER);
+	check_create_answer_missing(ANSWER_UNMATCHED);
+	check_create_answer_missing(ANSWER_NO_TXN);
+	check_create_answer_missing(ANSWER_PUSHED_OUT);
 	check_pending_table();
 	check_node_scope();
 	check_ring_wrap();
