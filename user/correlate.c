@@ -1024,7 +1024,8 @@ static void note_create_txn(struct correlator *c, const struct actor *who,
 	x->hash = key_hash(x->key);
 	p = pending_find(c, x->key, true, msg->ts_first_ns);
 	if (p)
-		p->create_txn_seen |= by_apiserver ? CREATE_TXN_SEEN_APISERVER : CREATE_TXN_SEEN_ETCD;
+		p->create_txn_seen |=
+		    by_apiserver ? CREATE_TXN_SEEN_APISERVER : CREATE_TXN_SEEN_ETCD;
 	if (p && (!p->create_txn_ns || (by_apiserver && !p->create_txn_by_apiserver))) {
 		p->create_txn_ns = msg->ts_first_ns;
 		p->create_txn_by_apiserver = by_apiserver;
@@ -1070,7 +1071,8 @@ static void on_create_txn_response(struct correlator *c, const struct actor *who
 
 /* Why etcd's answer to the pod's create is missing: whether its Txn was decoded, and by which
  * end (the apiserver writing it, etcd reading it). */
-static void explain_create_answer(const struct pending_pod *p, struct stage *st)
+static void explain_create_answer(const struct correlator *c, const struct pending_pod *p,
+				  struct stage *st)
 {
 	uint8_t seen = p->create_txn_seen;
 
@@ -1079,11 +1081,15 @@ static void explain_create_answer(const struct pending_pod *p, struct stage *st)
 			   "the create's Txn to etcd was not decoded at either end");
 	else
 		snprintf(st->missing, sizeof(st->missing),
-			 "etcd's answer to the create's Txn was not decoded (the Txn was, %s)",
+			 "etcd's answer not decoded%s (the create's Txn: %s)",
+			 c->stats.create_txns_pushed_out
+			     ? ", or it came after the Txn was pushed out (counted at exit)"
+			     : "",
 			 seen == (CREATE_TXN_SEEN_APISERVER | CREATE_TXN_SEEN_ETCD)
-			     ? "as the apiserver wrote it and as etcd read it"
-			 : seen == CREATE_TXN_SEEN_APISERVER ? "as the apiserver wrote it only"
-							     : "as etcd read it only");
+			     ? "the apiserver wrote it, etcd read it"
+			 : seen == CREATE_TXN_SEEN_APISERVER
+			     ? "the apiserver wrote it; etcd's read not decoded"
+			     : "etcd read it; the apiserver's write not decoded");
 }
 
 /* Moves the pod's pending stages into its bind; a bound pod's state is done with. */
@@ -1108,7 +1114,7 @@ static void resolve_pending(struct correlator *c, struct bind_timeline *t)
 		util__copy(t->stages[STAGE_CREATE_REQUEST].missing,
 			   sizeof(t->stages[STAGE_CREATE_REQUEST].missing), HEADERLESS_ANSWER);
 	if (!p->stages[STAGE_CREATE_TXN_RESPONSE - STAGE_CREATE_REQUEST].seen)
-		explain_create_answer(p, &t->stages[STAGE_CREATE_TXN_RESPONSE]);
+		explain_create_answer(c, p, &t->stages[STAGE_CREATE_TXN_RESPONSE]);
 	t->create_revision = p->create_revision;
 	if (t->result == BIND_RESULT_BOUND)
 		pending_drop(c, p);

@@ -626,8 +626,11 @@ static void check_create_answer_missing(enum answer_case how)
 				    "[::1]:6443 [::1]:47000"),
 		     api_etcd =
 			 actor(640, "kube-apiserver", ROLE_APISERVER, 2002, a->apiserver_etcd);
-	const char *want = how == ANSWER_NO_TXN ? "was not decoded at either end"
-						: "(the Txn was, as the apiserver wrote it only)";
+	const char *want =
+	    how == ANSWER_NO_TXN ? "was not decoded at either end"
+	    : how == ANSWER_PUSHED_OUT
+		? "after the Txn was pushed out (counted at exit)"
+		: "(the create's Txn: the apiserver wrote it; etcd's read not decoded)";
 	struct correlator_stats st;
 	struct decoded_msg *m;
 	char other[32];
