@@ -746,6 +746,16 @@ static int read_batch(struct session *s, int timeout_ms, bool *behind)
 	return *behind || err >= 0 || err == -EINTR ? 0 : err;
 }
 
+/* The ring's producer position (how far records were reserved) or consumer position (how far
+ * they were read); 0 when the positions are not mapped. */
+static unsigned long ring_position(const struct session *s, bool producer)
+{
+	if (!s->positions)
+		return 0;
+	return __atomic_load_n(&s->positions[producer ? s->page_size / sizeof(*s->positions) : 0],
+			       __ATOMIC_ACQUIRE);
+}
+
 /* The step between reads, told how far the records go: now when the read emptied the ring, else
  * the newest record's time (what has been read of a backlog). */
 static void between(struct session *s, uint64_t now, bool behind)
@@ -785,9 +795,12 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 		if (deadline_ns && now >= deadline_ns)
 			break;
 	}
-	/* What is left; the step between reads only while a backlog is read (the correlator's
-	 * clock), as in the loop. */
-	while (!read_batch(s, 0, &behind) && behind)
+	/* What is left: the records in the ring when the loop ended, not those that go on coming
+	 * (on a busy node they can come as fast as a slow reader reads them, and it never left);
+	 * the step between reads only while a backlog is read (the correlator's clock), as in the
+	 * loop. */
+	unsigned long upto = ring_position(s, true);
+	while (!read_batch(s, 0, &behind) && behind && (!upto || ring_position(s, false) < upto))
 		between(s, util__monotonic_ns(), behind);
 	return 0;
 }
