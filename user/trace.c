@@ -587,7 +587,7 @@ static void print_totals(struct tracer *tr)
 	if (cstats.create_txns_pushed_out)
 		fprintf(stderr,
 			"bindtrace: %llu pod creates' Txns pushed out of the correlator's table "
-			"unanswered: answers that came later were not matched to their pods\n",
+			"before their answer: an answer that came later was not matched to its pod\n",
 			(unsigned long long)cstats.create_txns_pushed_out);
 	if (cstats.raft_observations)
 		fprintf(
