@@ -800,15 +800,16 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 	 * the step between reads only while a backlog is read (the correlator's clock), as in the
 	 * loop. */
 	unsigned long upto = ring_position(s, true);
-	while (!read_batch(s, 0, &behind) && behind && (!upto || ring_position(s, false) < upto))
+	bool bounded = s->positions != NULL;
+	while (!read_batch(s, 0, &behind) && behind && (!bounded || ring_position(s, false) < upto))
 		between(s, util__monotonic_ns(), behind);
 	return 0;
 }
 
 uint64_t session__ring_waiting(const struct session *s)
 {
-	unsigned long consumer = s->positions[0];
-	unsigned long producer = s->positions[s->page_size / sizeof(*s->positions)];
+	unsigned long consumer = ring_position(s, false);
+	unsigned long producer = ring_position(s, true);
 
 	return producer > consumer ? producer - consumer : 0;
 }
