@@ -155,9 +155,9 @@ struct pending_pod {
 	/* When the apiserver wrote its create Txn to etcd (else etcd read it); 0 not seen: the
 	 * request had been read by then (create_from_reads). */
 	uint64_t create_txn_ns;
-	bool create_txn_by_apiserver;
-	/* Which ends decoded its create Txn (CREATE_TXN_SEEN_*): a create answered with neither
-	 * says whether the request or its answer went missing. */
+	/* Which ends decoded its create Txn (CREATE_TXN_SEEN_*): create_txn_ns is the apiserver's
+	 * once it is seen there; a create answered with neither says whether the request or its
+	 * answer went missing. */
 	uint8_t create_txn_seen;
 };
 
@@ -1023,13 +1023,12 @@ static void note_create_txn(struct correlator *c, const struct actor *who,
 	util__copy(x->key, sizeof(x->key), etcd_key + 15);
 	x->hash = key_hash(x->key);
 	p = pending_find(c, x->key, true, msg->ts_first_ns);
-	if (p)
-		p->create_txn_seen |=
-		    by_apiserver ? CREATE_TXN_SEEN_APISERVER : CREATE_TXN_SEEN_ETCD;
-	if (p && (!p->create_txn_ns || (by_apiserver && !p->create_txn_by_apiserver))) {
+	if (!p)
+		return;
+	if (!p->create_txn_ns ||
+	    (by_apiserver && !(p->create_txn_seen & CREATE_TXN_SEEN_APISERVER)))
 		p->create_txn_ns = msg->ts_first_ns;
-		p->create_txn_by_apiserver = by_apiserver;
-	}
+	p->create_txn_seen |= by_apiserver ? CREATE_TXN_SEEN_APISERVER : CREATE_TXN_SEEN_ETCD;
 }
 
 /* etcd's answer to a Txn, when it answers a create: etcd writing it, else the apiserver reading
