@@ -1192,7 +1192,10 @@ static __always_inline int sys_enter_write_of(__s64 fd, __u64 buf, __u64 count)
 		goto out;
 	if (!(st->flags & CONN_KEYED))
 		key_pending(st, id >> 32, (int)fd, ino);
-	if ((st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS)
+	/* Unless a Write took its plaintext: one met just before the process's wire bit was set
+	 * (user space sets it once the Write probe is attached) left its hint for this write(2). */
+	if ((st->flags & (CONN_TLS | CONN_KEYED)) == CONN_TLS &&
+	    !tls_hint__take((__u32)id, (int)fd))
 		count_unkeyed(id >> 32, buf);
 	/* What a short write did not move comes again in the next write(2), at the same wire
 	 * offsets: the exit takes them back (wire_inflight). */
