@@ -45,6 +45,7 @@ struct idle_reader {
 	bool watching;	      /* the thread runs */
 	bool said_refused;    /* the watchdog's one line on a refused catch-up */
 	_Atomic bool hold;    /* idle_reader__hold */
+	bool stopping;	      /* told to stop: every thread back for good */
 	pthread_mutex_t lock; /* what follows */
 	bool caught_up;	      /* the reader at its own priority, reading down */
 	uint64_t catch_ups, starved, caught_up_ns, caught_up_since_ns;
@@ -76,6 +77,11 @@ static int set_started_policy(const struct idle_reader *r, pid_t tid)
 	return sched_setscheduler(tid, r->policy, &r->param) ? -errno : 0;
 }
 
+static int restore_policy(pid_t tid, void *ctx)
+{
+	return set_started_policy(ctx, tid);
+}
+
 /* The watchdog alone changes the reader's policy: the reader, once SCHED_IDLE, may be held off
  * the CPU at any instruction, so it holds nothing the watchdog waits for. lock guards only the
  * counts, for idle_reader__stats. */
@@ -92,9 +98,20 @@ static void *watch(void *arg)
 		bool starved = waiting && step && now > step + STARVED_NS;
 		int n, err;
 
+		/* Told to stop (SIGINT, SIGTERM, session__stop): every thread back at the policy it
+		 * started with, for good, so that a busy node cannot hold the exit off the CPU. A
+		 * SIGINT at start, beside a busy loop per CPU, left the reader under SCHED_IDLE in
+		 * its first allocations for over 30 s (stop 63), since no step had begun for it to
+		 * be seen starved. */
+		if (!r->stopping && session__stop_requested()) {
+			r->stopping = true;
+			err = util__each_thread(restore_policy, r);
+			if (err)
+				say_refused(r, err);
+		}
 		/* The reader back at the policy it started with (its nice is kept) until it has
 		 * read the ring down and ended a step since, and while it is held there. */
-		if (!r->caught_up && (full || hold || starved)) {
+		if (!r->caught_up && (full || hold || starved || r->stopping)) {
 			err = set_started_policy(r, r->reader);
 			if (err) {
 				say_refused(r, err);
@@ -102,11 +119,11 @@ static void *watch(void *arg)
 				pthread_mutex_lock(&r->lock);
 				r->caught_up = true;
 				r->catch_ups += full;
-				r->starved += starved && !full && !hold;
+				r->starved += starved && !full && !hold && !r->stopping;
 				r->caught_up_since_ns = now;
 				pthread_mutex_unlock(&r->lock);
 			}
-		} else if (r->caught_up && !hold && waiting <= GIVE_WAY_AT(size) &&
+		} else if (r->caught_up && !hold && !r->stopping && waiting <= GIVE_WAY_AT(size) &&
 			   step >= r->caught_up_since_ns && !set_policy(r->reader, SCHED_IDLE)) {
 			pthread_mutex_lock(&r->lock);
 			r->caught_up = false;

@@ -792,8 +792,10 @@ int session__run(struct session *s, const struct session_handlers *handlers, uin
 			hangup = 0;
 			s->h.hangup(s->h.between_ctx);
 		}
+		/* The deadline stops it as a signal would (the idle reader's watchdog then puts the
+		 * threads back at their priority for the exit). */
 		if (deadline_ns && now >= deadline_ns)
-			break;
+			stopping = 1;
 	}
 	/* What is left: the records in the ring when the loop ended, not those that go on coming
 	 * (on a busy node they can come as fast as a slow reader reads them, and it never left);
