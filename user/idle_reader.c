@@ -77,9 +77,12 @@ static int set_started_policy(const struct idle_reader *r, pid_t tid)
 	return sched_setscheduler(tid, r->policy, &r->param) ? -errno : 0;
 }
 
+/* A thread that ended since the list was read is no failure. */
 static int restore_policy(pid_t tid, void *ctx)
 {
-	return set_started_policy(ctx, tid);
+	int err = set_started_policy(ctx, tid);
+
+	return err == -ESRCH ? 0 : err;
 }
 
 /* The watchdog alone changes the reader's policy: the reader, once SCHED_IDLE, may be held off
