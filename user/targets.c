@@ -611,8 +611,8 @@ static int target__link(struct targets *ts, struct target *t, struct attach_cloc
 		}
 	}
 	/* Its wire bit only once its Write probe is there: in between, a write(2) of a connection
-	 * no Write had met yet was counted as written without a key (etcd, 5 of 60 runs at stop
-	 * 63), though no probe could have seen its plaintext before the attach either. */
+	 * no Write had met yet was counted as written without a key (etcd, 10 of 110 runs at
+	 * stop 63), though no probe could have seen its plaintext before the attach either. */
 	err = target__add_to_map(ts, t, false);
 	if (err)
 		return err;
