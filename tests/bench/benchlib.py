@@ -155,25 +155,42 @@ def cpu_seconds(pid):
     return (int(rest[11]) + int(rest[12])) / CLK_TCK
 
 
-def schedstat_seconds(pid):
-    """A process's CPU and its time runnable but waiting for a CPU, in ns resolution: the run
-    and run-queue times of each of its threads (/proc/PID/task/*/schedstat). /proc/PID/stat
-    counts in clock ticks (10 ms), too coarse for a process that uses a few hundred ms in a
-    window; a thread that exits takes its time with it (Go's threads live as long as the
-    process)."""
-    run = wait = 0
+def schedstat_of(pid):
+    """A process's CPU and its time runnable but waiting for a CPU, in ns resolution, and how many
+    times its threads were put on a CPU: each thread's run and run-queue times and timeslice
+    count (/proc/PID/task/*/schedstat). /proc/PID/stat counts in clock ticks (10 ms), too coarse
+    for a process that uses a few hundred ms in a window; a thread that exits takes its counts
+    with it (Go's threads live as long as the process). The count is one per wakeup and one per
+    return after a preemption: work that arrives in fewer, larger pieces (watch events batched
+    into one frame) takes fewer of them for the same CPU."""
+    run = wait = slices = 0
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                 fields = f.read().split()
             run, wait = run + int(fields[0]), wait + int(fields[1])
+            slices += int(fields[2])
         except (OSError, ValueError, IndexError):
             pass
-    return run / 1e9, wait / 1e9
+    return run / 1e9, wait / 1e9, slices
+
+
+def io_syscalls(pid):
+    """The read-like and write-like system calls a process has made (/proc/PID/io syscr and
+    syscw: read, recvfrom, write, sendto... of every thread, those that exited too)."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                out[k] = int(v)
+    except (OSError, ValueError):
+        return 0
+    return out.get("syscr", 0) + out.get("syscw", 0)
 
 
 def machine_busy_seconds():
@@ -186,15 +203,18 @@ def machine_busy_seconds():
 
 class Snapshot:
     """CPU of the roles that matter at one moment, and of the whole machine; `fine`: the roles
-    also read in ns (schedstat_seconds), their CPU in self.fine and their time waiting for a CPU
-    in self.wait."""
+    also read in ns (schedstat_of), their CPU in self.fine, their time waiting for a CPU in
+    self.wait, the times their threads were put on a CPU in self.slices and their read and write
+    system calls in self.syscalls."""
 
     def __init__(self, roles, fine=()):
         self.t = time.monotonic()
         self.cpu = {name: sum(cpu_seconds(p) for p in pids) for name, pids in roles.items()}
-        stats = {name: [schedstat_seconds(p) for p in roles[name]] for name in fine}
-        self.fine = {name: sum(run for run, _ in v) for name, v in stats.items()}
-        self.wait = {name: sum(wait for _, wait in v) for name, v in stats.items()}
+        stats = {name: [schedstat_of(p) for p in roles[name]] for name in fine}
+        self.fine = {name: sum(run for run, _, _ in v) for name, v in stats.items()}
+        self.wait = {name: sum(wait for _, wait, _ in v) for name, v in stats.items()}
+        self.slices = {name: sum(n for _, _, n in v) for name, v in stats.items()}
+        self.syscalls = {name: sum(io_syscalls(p) for p in roles[name]) for name in fine}
         self.busy = machine_busy_seconds()
 
 
