@@ -37,6 +37,31 @@ wait_for() {
 	done
 	return 1
 }
+# interrupt_and_wait PID SECONDS: sends PID (a child of this shell) SIGINT and waits up to
+# SECONDS for its end. Sets stop_rc (its exit status; 137 when it had to be killed), stop_ms
+# (from the SIGINT to its end, or to the timeout) and stop_hung: empty, or, for one still running
+# after SECONDS, where each of its threads waited and their stacks (with gdb), taken before it is
+# killed, so that the log shows what held it.
+interrupt_and_wait() {
+	local pid=$1 t0 t
+	stop_hung=
+	t0=$(date +%s%N)
+	kill -INT "$pid" 2>/dev/null
+	for _ in $(seq $(($2 * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	stop_ms=$((($(date +%s%N) - t0) / 1000000))
+	if kill -0 "$pid" 2>/dev/null; then
+		stop_hung=$(for t in /proc/"$pid"/task/*; do
+			echo "thread $(cat "$t/comm" 2>/dev/null) $(awk '{ print $3 }' "$t/stat" \
+				2>/dev/null) wchan $(cat "$t/wchan" 2>/dev/null)"
+		done
+		command -v gdb >/dev/null &&
+			timeout 30 gdb -p "$pid" -batch -ex 'thread apply all bt 12' 2>/dev/null |
+			grep -E '^(Thread|#)' | cut -c1-200)
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	wait "$pid"
+	stop_rc=$?
+}
 finish() {
 	echo "$checks_passed passed, $checks_failed failed"
 	[ "$checks_failed" -eq 0 ]
