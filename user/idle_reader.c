@@ -101,11 +101,11 @@ static void *watch(void *arg)
 		bool starved = waiting && step && now > step + STARVED_NS;
 		int n, err;
 
-		/* Told to stop (SIGINT, SIGTERM, session__stop, the deadline): every thread back at the policy it
-		 * started with, for good, so that a busy node cannot hold the exit off the CPU. A
-		 * SIGINT at start, beside a busy loop per CPU, left the reader under SCHED_IDLE in
-		 * its first allocations for over 30 s (stop 63), since no step had begun for it to
-		 * be seen starved. */
+		/* Told to stop (SIGINT, SIGTERM, session__stop, the deadline): every thread back
+		 * at the policy it started with, for good, so that a busy node cannot hold the
+		 * exit off the CPU. A SIGINT at start, beside a busy loop per CPU, left the reader
+		 * under SCHED_IDLE in its first allocations for over 30 s (stop 63), since no step
+		 * had begun for it to be seen starved. */
 		if (!r->stopping && session__stop_requested()) {
 			r->stopping = true;
 			err = util__each_thread(restore_policy, r);
